@@ -1,0 +1,5 @@
+import sys
+
+from searchbox.cli import main
+
+sys.exit(main())

@@ -1,0 +1,149 @@
+"""Command line: python -m searchbox tool | ingest | precompute | knobs.
+
+Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
+refused; a tool that fails prints its error result and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_VECTORS
+from searchbox.dataroom.unpack import DataroomError
+from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
+from searchbox.retrieval.engine import RetrievalEngine
+from searchbox.retrieval.models import ModelLoadError
+from searchbox.settings import Settings, SettingsError, knob_docs
+from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
+from searchbox.tools.sources import SourceLedger
+
+
+def _parse_overrides(pairs: list[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise SettingsError(f"--set takes KNOB=VALUE, got {pair!r}")
+        overrides[name.strip().lower()] = value
+    return overrides
+
+
+@contextmanager
+def _workspace(args: argparse.Namespace) -> Iterator[tuple[Path, Settings]]:
+    settings = Settings.resolve(**_parse_overrides(args.set))
+    source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
+    if args.job:
+        job = Path(args.job)
+        job.mkdir(parents=True, exist_ok=True)
+        work = job / "work"
+        yield (work if (work / "dataroom").exists() else prepare_work_dir(job, source)), settings
+        return
+    with tempfile.TemporaryDirectory(prefix="searchbox-") as tmp:
+        yield prepare_work_dir(Path(tmp), source), settings
+
+
+def _engine(work: Path, settings: Settings) -> RetrievalEngine:
+    return RetrievalEngine.for_corpus(load_corpus(work, settings), settings, seed_caches=[BUILTIN_VECTORS])
+
+
+def cmd_tool(args: argparse.Namespace) -> int:
+    try:
+        raw_args = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"--args must be a JSON object: {exc}") from None
+    with _workspace(args) as (work, settings):
+        engine = _engine(work, settings)
+        ledger = SourceLedger()
+        result = run_catalog_tool(ToolContext(work, engine, ledger), args.name, raw_args)
+        if args.job:
+            ledger.save(work.parent / "sources.json")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 1 if "error" in result else 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    with _workspace(args) as (work, settings):
+        corpus = load_corpus(work, settings)
+    statuses = corpus.statuses()
+    if args.json:
+        print(json.dumps(statuses, indent=2))
+        return 0
+    for row in statuses:
+        reason = f"  ({row['reason']})" if row["reason"] else ""
+        print(f"{row['status']:<8} {row['chunks']:>5} chunks {row['chars']:>9} chars  {row['path']}{reason}")
+    ok = sum(r["status"] == "ok" for r in statuses)
+    print(f"{ok} of {len(statuses)} files read, {len(corpus.chunks)} chunks")
+    return 0
+
+
+def cmd_precompute(args: argparse.Namespace) -> int:
+    """Embed every chunk of a dataroom into a vector file that later runs read as a seed cache."""
+    from searchbox.retrieval.cache import EmbeddingCache
+    from searchbox.retrieval.encoder import Encoder
+    from searchbox.retrieval.models import embedding_cache_name, load_embedder
+
+    with _workspace(args) as (work, settings):
+        corpus = load_corpus(work, settings)
+        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), EmbeddingCache(Path(args.out)))
+        encoder.encode([c.text for c in corpus.chunks], "passage")
+    print(f"{len(corpus.chunks)} chunks of {len(corpus.files)} files embedded with {encoder.model_name} into {args.out}")
+    return 0
+
+
+def cmd_knobs(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print("| knob | default | meaning |\n|---|---|---|")
+        for k in knob_docs():
+            choices = f" ({' / '.join(k['choices'])})" if k["choices"] else ""
+            default = "unset" if k["default"] in (None, "") else f"`{k['default']}`"
+            print(f"| `{k['name']}` | {default} | {k['help']}{choices} |")
+        return 0
+    for k in knob_docs():
+        choices = f" [{' | '.join(k['choices'])}]" if k["choices"] else ""
+        print(f"{k['name']:<20} default {k['default']!r}{choices}\n    {k['help']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m searchbox", description="Agentic search over a dataroom.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def dataroom_command(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--dataroom", help="a .zip or a folder (default: the built-in dataroom)")
+        p.add_argument("--job", help="job folder to reuse (default: a temporary one)")
+        p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for this run")
+        return p
+
+    tool = dataroom_command("tool", "run one catalog tool and print its JSON result")
+    tool.add_argument("name")
+    tool.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
+    tool.set_defaults(func=cmd_tool)
+
+    ingest = dataroom_command("ingest", "unpack and extract a dataroom; list each file's status")
+    ingest.add_argument("--json", action="store_true")
+    ingest.set_defaults(func=cmd_ingest)
+
+    pre = dataroom_command("precompute", "embed a dataroom's chunks into a reusable vector file")
+    pre.add_argument("--out", required=True)
+    pre.set_defaults(func=cmd_precompute)
+
+    knobs = sub.add_parser("knobs", help="list every knob with its default")
+    knobs.add_argument("--markdown", action="store_true", help="as the README's table")
+    knobs.set_defaults(func=cmd_knobs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DataroomError, SettingsError, ModelLoadError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,114 @@
+"""The embedding cache, keyed by (model, role, text): in memory for a job, on disk across jobs.
+
+The disk layer is one SQLite file (atomic writes, safe across processes). Read-only "seed" files with
+the same schema hold precomputed vectors, e.g. for the built-in dataroom. A disk file that cannot be
+read is moved aside and rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL)"
+_LOOKUP_BATCH = 500  # stays under SQLite's limit on bound parameters
+
+
+def cache_key(model: str, role: str, text: str) -> bytes:
+    return hashlib.blake2b(f"{model}\x00{role}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+
+class SqliteVectorStore:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.read_only:
+            return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+            conn.execute("SELECT count(*) FROM embeddings").fetchone()
+            return conn
+        except sqlite3.DatabaseError:
+            # A corrupt cache is only a slower start: set it aside and begin again.
+            self.path.replace(self.path.with_name(self.path.name + ".corrupt"))
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            conn.execute(_SCHEMA)
+            return conn
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), _LOOKUP_BATCH):
+                batch = list(keys[start : start + _LOOKUP_BATCH])
+                marks = ",".join("?" * len(batch))
+                try:
+                    rows = self._conn.execute(f"SELECT key, dim, vec FROM embeddings WHERE key IN ({marks})", batch)
+                    for key, dim, blob in rows:
+                        vec = np.frombuffer(blob, dtype=np.float32)
+                        if vec.shape[0] == dim:
+                            found[bytes(key)] = vec
+                except sqlite3.DatabaseError:
+                    return found
+        return found
+
+    def put_many(self, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        if self.read_only or not items:
+            return
+        rows = [(key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in items]
+        with self._lock:
+            try:
+                with self._conn:
+                    self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+            except sqlite3.DatabaseError:
+                pass  # the disk layer is an optimisation; the memory layer still holds the vectors
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class EmbeddingCache:
+    def __init__(self, disk_path: Path | None = None, seed_paths: Sequence[Path] = ()) -> None:
+        self._memory: dict[bytes, np.ndarray] = {}
+        self._disk = SqliteVectorStore(disk_path) if disk_path else None
+        self._seeds = [SqliteVectorStore(p, read_only=True) for p in seed_paths if p.exists()]
+        self.hits = 0
+        self.misses = 0
+
+    def get_many(self, model: str, role: str, texts: Sequence[str]) -> list[np.ndarray | None]:
+        keys = [cache_key(model, role, t) for t in texts]
+        result: list[np.ndarray | None] = [self._memory.get(k) for k in keys]
+        for store in [*self._seeds, *([self._disk] if self._disk else [])]:
+            missing = [k for k, v in zip(keys, result) if v is None]
+            if not missing:
+                break
+            found = store.get_many(missing)
+            if not found:
+                continue
+            self._memory.update(found)
+            result = [v if v is not None else found.get(k) for k, v in zip(keys, result)]
+        hit = sum(v is not None for v in result)
+        self.hits += hit
+        self.misses += len(result) - hit
+        return result
+
+    def put_many(self, model: str, role: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        items = [(cache_key(model, role, t), np.array(v, dtype=np.float32)) for t, v in zip(texts, vectors)]
+        self._memory.update(items)
+        if self._disk:
+            self._disk.put_many(items)
+
+    def clear_memory(self) -> None:
+        self._memory.clear()

@@ -1,0 +1,139 @@
+"""The retrieval engine of one job: dense, keyword and hybrid search, rerank, over lazy scopes.
+
+Nothing is embedded at construction. A scope (the whole dataroom, or some paths) is embedded on
+its first dense search, through the job's `Encoder` (so through the cache); the BM25 index is built
+on the first keyword or hybrid search. With DENSE_PREFILTER set, a large scope embeds only each
+query's BM25 candidates, and results say so.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from searchbox.dataroom.corpus import Corpus
+from searchbox.retrieval.bm25 import BM25Index
+from searchbox.retrieval.cache import EmbeddingCache
+from searchbox.retrieval.encoder import Encoder
+from searchbox.retrieval.models import LoadReport, Reranker, embedding_cache_name, load_embedder, load_reranker
+from searchbox.settings import Settings
+
+_RRF_K = 60  # the usual reciprocal-rank-fusion constant
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: int  # index into corpus.chunks
+    score: float
+
+
+class RetrievalEngine:
+    def __init__(self, corpus: Corpus, settings: Settings, encoder: Encoder) -> None:
+        self.corpus = corpus
+        self.settings = settings
+        self.encoder = encoder
+        self._bm25: BM25Index | None = None
+        self._reranker: Reranker | None = None
+        self.rerank_report: LoadReport | None = None
+        self._scope_vectors: dict[tuple[str, ...] | None, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None) -> RetrievalEngine:
+        cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
+        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache)
+        return cls(corpus, settings, encoder)
+
+    # -- building blocks -------------------------------------------------------------------
+
+    def chunk_text(self, chunk: int) -> str:
+        return self.corpus.chunks[chunk].text
+
+    def scope(self, paths: list[str] | None) -> list[int]:
+        return self.corpus.chunks_for(paths)
+
+    def bm25(self) -> BM25Index:
+        with self._lock:
+            if self._bm25 is None:
+                self._bm25 = BM25Index([c.text for c in self.corpus.chunks])
+            return self._bm25
+
+    def reranker(self) -> Reranker:
+        with self._lock:
+            if self._reranker is None:
+                self._reranker, self.rerank_report = load_reranker(self.settings, self.encoder.encode)
+            return self._reranker
+
+    def _scope_matrix(self, paths: list[str] | None, ids: list[int]) -> np.ndarray:
+        key = None if paths is None else tuple(sorted(paths))
+        if key not in self._scope_vectors:
+            self._scope_vectors[key] = self.encoder.encode([self.chunk_text(i) for i in ids], "passage")
+        return self._scope_vectors[key]
+
+    # -- rankings --------------------------------------------------------------------------
+
+    def keyword_search(self, query: str, k: int, paths: list[str] | None = None) -> list[Hit]:
+        ids = self.scope(paths)
+        if not ids:
+            return []
+        scores = self.bm25().scores(query)[ids]
+        return [h for h in _top(ids, scores, k) if h.score > 0]
+
+    def dense_search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], bool]:
+        """Top-k by cosine; the flag says whether only BM25 candidates were embedded."""
+        ids = self.scope(paths)
+        if not ids:
+            return [], False
+        prefilter = self.settings.dense_prefilter
+        q = self.encoder.encode([query], "query")[0]
+        if prefilter and len(ids) > prefilter:
+            candidates = [h.chunk for h in self.keyword_search(query, prefilter, paths)]
+            if not candidates:
+                return [], True
+            matrix = self.encoder.encode([self.chunk_text(i) for i in candidates], "passage")
+            return _top(candidates, matrix @ q, k), True
+        return _top(ids, self._scope_matrix(paths, ids) @ q, k), False
+
+    def hybrid_search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], bool]:
+        """Reciprocal-rank fusion of dense and BM25 rankings (each taken to depth max(50, 4k))."""
+        depth = max(50, 4 * k)
+        dense, prefiltered = self.dense_search(query, depth, paths)
+        keyword = self.keyword_search(query, depth, paths)
+        fused: dict[int, float] = {}
+        for ranking in (dense, keyword):
+            for rank, hit in enumerate(ranking):
+                fused[hit.chunk] = fused.get(hit.chunk, 0.0) + 1.0 / (_RRF_K + rank + 1)
+        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return [Hit(chunk, score) for chunk, score in ranked], prefiltered
+
+    def search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], str, bool]:
+        """search_dataroom's ranking: dense unless SEARCH_MODE=hybrid. Returns hits, mode, prefiltered."""
+        if self.settings.search_mode == "hybrid":
+            hits, prefiltered = self.hybrid_search(query, k, paths)
+            return hits, "hybrid", prefiltered
+        hits, prefiltered = self.dense_search(query, k, paths)
+        return hits, "dense", prefiltered
+
+    def answer_candidates(self, question: str, k: int) -> tuple[list[Hit], int]:
+        """Dense retrieval of max(20, 6k) candidates, reranked to the k best. Returns hits, candidates."""
+        candidates, _ = self.dense_search(question, max(20, 6 * k))
+        if not candidates:
+            return [], 0
+        scores = self.reranker().score(question, [self.chunk_text(h.chunk) for h in candidates])
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
+        return [Hit(candidates[i].chunk, float(scores[i])) for i in order], len(candidates)
+
+    def rerank(self, query: str, documents: list[str]) -> list[float]:
+        return self.reranker().score(query, documents)
+
+
+def _top(ids: list[int], scores: np.ndarray, k: int) -> list[Hit]:
+    k = min(k, len(ids))
+    if k <= 0:
+        return []
+    part = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+    order = part[np.lexsort((part, -scores[part]))]
+    return [Hit(ids[i], float(scores[i])) for i in order]

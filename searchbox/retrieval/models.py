@@ -1,0 +1,113 @@
+"""The two model interfaces retrieval needs, and the factory that builds them from settings.
+
+An `Embedder` turns texts into L2-normalized float32 rows for a role ("query" or "passage").
+A `Reranker` scores documents against a query (higher is more relevant). Backends live in
+`local_models` (transformers / sentence-transformers / model2vec) and `jina_api` (HTTP).
+Heavy libraries are imported only when a model is actually loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+from searchbox.settings import Settings
+
+Role = Literal["query", "passage"]
+ROLES: tuple[Role, ...] = ("query", "passage")
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded or called; the message says what to change."""
+
+
+class Embedder(Protocol):
+    name: str  # identifies the vectors: part of every cache key
+
+    def embed(self, texts: list[str], role: Role) -> np.ndarray: ...
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, documents: list[str]) -> list[float]: ...
+
+
+@dataclass
+class LoadReport:
+    """Where a model ended up and why; recorded in the run record."""
+
+    model: str
+    backend: str
+    requested_device: str
+    device: str
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "backend": self.backend,
+            "requested_device": self.requested_device,
+            "device": self.device,
+            "notes": list(self.notes),
+        }
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def embedding_cache_name(settings: Settings) -> str:
+    """Vectors differ by model, backend and quantization, so each gets its own cache namespace."""
+    name = f"api:{settings.embed_model}" if settings.embed_backend == "api" else settings.embed_model
+    return f"{name}#int8" if settings.embed_dtype == "int8" and settings.embed_backend == "local" else name
+
+
+def load_embedder(settings: Settings) -> tuple[Embedder, LoadReport]:
+    if settings.embed_backend == "api":
+        from searchbox.retrieval.jina_api import JinaApiEmbedder
+
+        embedder = JinaApiEmbedder(settings.embed_model, settings.jina_api_key, settings.jina_api_url)
+        return embedder, LoadReport(settings.embed_model, "api", settings.embed_device, "api")
+    from searchbox.retrieval.local_models import load_local_embedder
+
+    return load_local_embedder(settings)
+
+
+def load_reranker(
+    settings: Settings, encode: Callable[[list[str], Role], np.ndarray]
+) -> tuple[Reranker, LoadReport]:
+    """`encode` is the cached embedding path, used when RERANK_MODEL=none."""
+    if settings.rerank_model.strip().lower() in {"", "none"}:
+        return CosineReranker(encode), LoadReport("none", "cosine", settings.embed_device, "n/a")
+    if settings.rerank_backend == "api":
+        from searchbox.retrieval.jina_api import JinaApiReranker
+
+        reranker = JinaApiReranker(settings.rerank_model, settings.jina_api_key, settings.jina_api_url)
+        return reranker, LoadReport(settings.rerank_model, "api", settings.embed_device, "api")
+    from searchbox.retrieval.local_models import load_local_reranker
+
+    return load_local_reranker(settings)
+
+
+class CosineReranker:
+    """Reranks by embedding cosine, so a host with no cross-encoder still gets a ranking."""
+
+    name = "cosine"
+
+    def __init__(self, encode: Callable[[list[str], Role], np.ndarray]) -> None:
+        self._encode = encode
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        if not documents:
+            return []
+        q = self._encode([query], "query")[0]
+        d = self._encode(documents, "passage")
+        return (d @ q).astype(float).tolist()

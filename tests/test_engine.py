@@ -1,0 +1,67 @@
+"""The retrieval engine: lazy scopes, one cached encode path, prefiltering, fusion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import make_engine
+
+from searchbox.retrieval.cache import EmbeddingCache
+from searchbox.retrieval.encoder import Encoder
+from searchbox.retrieval.engine import RetrievalEngine
+from searchbox.retrieval.models import embedding_cache_name
+from searchbox.dataroom.workspace import load_corpus
+from searchbox.settings import Settings
+
+
+def test_nothing_is_embedded_until_the_first_search(small_work: Path, packaged_settings: Settings, minilm) -> None:
+    engine = make_engine(small_work, packaged_settings, minilm)
+    assert engine.encoder.stats.texts_embedded == 0
+    engine.dense_search("parental leave", 2)
+    chunks = len(engine.corpus.chunks)
+    assert engine.encoder.stats.texts_embedded == chunks + 1  # the scope, then the query
+    engine.dense_search("parental leave", 2)
+    assert engine.encoder.stats.texts_embedded == chunks + 1  # all from the cache
+    engine.dense_search("holiday entitlement", 2, paths=["hr"])
+    assert engine.encoder.stats.texts_embedded == chunks + 2  # a sub-scope reuses its chunks' vectors
+
+
+def test_a_second_engine_reads_the_disk_cache_and_never_loads_the_model(
+    small_work: Path, packaged_settings: Settings, minilm, tmp_path: Path
+) -> None:
+    disk = tmp_path / "cache.sqlite"
+    first = make_engine(small_work, packaged_settings, minilm, EmbeddingCache(disk))
+    expected = first.dense_search("encryption of laptops", 3)[0]
+
+    def must_not_load():
+        raise AssertionError("the model was loaded although every vector was cached")
+
+    encoder = Encoder(embedding_cache_name(packaged_settings), must_not_load, EmbeddingCache(disk))
+    second = RetrievalEngine(load_corpus(small_work, packaged_settings), packaged_settings, encoder)
+    assert second.dense_search("encryption of laptops", 3)[0] == expected
+    assert encoder.report is None and encoder.cache.hits > 0
+
+
+def test_prefilter_embeds_only_keyword_candidates(small_work: Path, packaged_settings: Settings, minilm) -> None:
+    settings = packaged_settings.with_overrides(dense_prefilter=2)
+    engine = make_engine(small_work, settings, minilm)
+    hits, prefiltered = engine.dense_search("Harbour Street lease", 3)
+    assert prefiltered
+    assert engine.encoder.stats.texts_embedded <= 3  # two candidates and the query
+    assert engine.corpus.chunks[hits[0].chunk].path == "legal/lease.txt"
+    no_terms, _ = engine.dense_search("zzzz qqqq", 3)
+    assert no_terms == []
+
+
+def test_keyword_search_skips_chunks_without_any_query_term(small_work: Path, packaged_settings: Settings, minilm) -> None:
+    engine = make_engine(small_work, packaged_settings, minilm)
+    hits = engine.keyword_search("quarterly rent", 10)
+    assert [engine.corpus.chunks[h.chunk].path for h in hits] == ["legal/lease.txt"]
+    assert engine.encoder.stats.texts_embedded == 0  # BM25 needs no model
+
+
+def test_hybrid_ranks_are_fused_and_bounded(small_work: Path, packaged_settings: Settings, minilm) -> None:
+    engine = make_engine(small_work, packaged_settings, minilm)
+    hits, _ = engine.hybrid_search("Frankfurt hosting costs", 2)
+    assert len(hits) == 2 and hits[0].score >= hits[1].score
+    assert engine.corpus.chunks[hits[0].chunk].path == "finance/costs.md"

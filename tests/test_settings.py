@@ -1,0 +1,82 @@
+"""Settings: one object resolves every knob from defaults, presets, environment and overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchbox.settings import RETRIEVAL_PRESETS, Settings, SettingsError, knob_docs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_defaults_match_the_spec() -> None:
+    s = Settings.resolve(env={})
+    assert (s.context_window, s.max_output_tokens) == (131072, 8192)
+    assert (s.embed_backend, s.rerank_backend) == ("local", "local")
+    assert s.embed_model == "jinaai/jina-embeddings-v5-text-small"
+    assert s.rerank_model == "jinaai/jina-reranker-v3"
+    assert (s.embed_device, s.min_free_vram_mb) == ("cpu", 1500)
+    assert s.searchbox_tools is None
+    assert (s.turn_budget, s.force_budget, s.budget_metric) == (10, False, "input")
+    assert (s.chunk_size, s.chunk_overlap) == (1400, 180)
+    assert s.search_mode == "dense"
+
+
+def test_environment_then_overrides() -> None:
+    env = {"CHUNK_SIZE": "900", "FORCE_BUDGET": "true", "SEARCH_MODE": "hybrid", "TURN_BUDGET": "4"}
+    s = Settings.resolve(env=env, turn_budget=7)
+    assert (s.chunk_size, s.force_budget, s.search_mode, s.turn_budget) == (900, True, "hybrid", 7)
+
+
+def test_empty_tools_differs_from_unset() -> None:
+    assert Settings.resolve(env={"SEARCHBOX_TOOLS": ""}).searchbox_tools == ""
+    assert Settings.resolve(env={}).searchbox_tools is None
+
+
+def test_preset_fills_only_what_the_user_did_not_set() -> None:
+    s = Settings.resolve(env={"RETRIEVAL_PRESET": "cpu", "RERANK_MODEL": "my/reranker"})
+    assert s.embed_model == RETRIEVAL_PRESETS["cpu"]["embed_model"]
+    assert s.dense_prefilter == RETRIEVAL_PRESETS["cpu"]["dense_prefilter"]
+    assert s.rerank_model == "my/reranker"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"CHUNK_SIZE": "big"}, "CHUNK_SIZE must be a whole number"),
+        ({"EMBED_BACKEND": "cloud"}, "EMBED_BACKEND must be one of local, api"),
+        ({"CHUNK_OVERLAP": "900"}, "CHUNK_OVERLAP"),
+        ({"TURN_BUDGET": "0"}, "TURN_BUDGET"),
+        ({"RETRIEVAL_PRESET": "turbo"}, "RETRIEVAL_PRESET must be one of"),
+    ],
+)
+def test_bad_values_get_clear_errors(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        Settings.resolve(env=env)
+
+
+def test_unknown_override_is_refused() -> None:
+    with pytest.raises(SettingsError, match="unknown setting"):
+        Settings.resolve(env={}, turbo=True)
+
+
+def test_config_records_every_knob_but_no_secret() -> None:
+    s = Settings.resolve(env={"JINA_API_KEY": "jina_secret_value"})
+    config = s.as_config()
+    assert set(config) == {k["name"] for k in knob_docs()}
+    assert config["JINA_API_KEY"] == "set"
+    assert "jina_secret_value" not in repr(config)
+
+
+def test_readme_documents_every_knob() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = [k["name"] for k in knob_docs() if f"`{k['name']}`" not in readme]
+    assert not missing, f"README lacks knobs {missing}; regenerate with python -m searchbox knobs --markdown"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python -m pytest" in readme and "python -m pytest" in ci
