@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_VECTORS
+from searchbox.builtin import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
-from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.models import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs
-from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
-from searchbox.tools.sources import SourceLedger
+from searchbox.tools.retrieval_tools import run_catalog_tool
+from searchbox.workspace import Workspace
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -35,21 +33,19 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _workspace(args: argparse.Namespace) -> Iterator[tuple[Path, Settings]]:
+def _workspace(args: argparse.Namespace) -> Iterator[Workspace]:
+    """The job folder given with --job (reused when it already holds a dataroom), else a temporary one."""
     settings = Settings.resolve(**_parse_overrides(args.set))
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     if args.job:
         job = Path(args.job)
-        job.mkdir(parents=True, exist_ok=True)
-        work = job / "work"
-        yield (work if (work / "dataroom").exists() else prepare_work_dir(job, source)), settings
+        if (job / "work" / "dataroom").exists():
+            yield Workspace.open(job, settings)
+        else:
+            yield Workspace.create(job, source, settings)
         return
     with tempfile.TemporaryDirectory(prefix="searchbox-") as tmp:
-        yield prepare_work_dir(Path(tmp), source), settings
-
-
-def _engine(work: Path, settings: Settings) -> RetrievalEngine:
-    return RetrievalEngine.for_corpus(load_corpus(work, settings), settings, seed_caches=[BUILTIN_VECTORS])
+        yield Workspace.create(Path(tmp), source, settings)
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
@@ -57,19 +53,17 @@ def cmd_tool(args: argparse.Namespace) -> int:
         raw_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
         raise SettingsError(f"--args must be a JSON object: {exc}") from None
-    with _workspace(args) as (work, settings):
-        engine = _engine(work, settings)
-        ledger = SourceLedger()
-        result = run_catalog_tool(ToolContext(work, engine, ledger), args.name, raw_args)
+    with _workspace(args) as workspace:
+        result = run_catalog_tool(workspace.tool_context(), args.name, raw_args)
         if args.job:
-            ledger.save(work.parent / "sources.json")
+            workspace.save_ledger()
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 1 if "error" in result else 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with _workspace(args) as (work, settings):
-        corpus = load_corpus(work, settings)
+    with _workspace(args) as workspace:
+        corpus = workspace.corpus
     statuses = corpus.statuses()
     if args.json:
         print(json.dumps(statuses, indent=2))
@@ -88,8 +82,8 @@ def cmd_precompute(args: argparse.Namespace) -> int:
     from searchbox.retrieval.encoder import Encoder
     from searchbox.retrieval.models import embedding_cache_name, load_embedder
 
-    with _workspace(args) as (work, settings):
-        corpus = load_corpus(work, settings)
+    with _workspace(args) as workspace:
+        corpus, settings = workspace.corpus, workspace.settings
         encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), EmbeddingCache(Path(args.out)))
         encoder.encode([c.text for c in corpus.chunks], "passage")
     print(f"{len(corpus.chunks)} chunks of {len(corpus.files)} files embedded with {encoder.model_name} into {args.out}")

@@ -32,20 +32,33 @@ class SqliteVectorStore:
 
     def _open(self) -> sqlite3.Connection:
         if self.read_only:
-            return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            # as_uri() percent-encodes '#', '?' and '%', which would otherwise cut the path short.
+            # immutable=1: a seed may sit in a folder we cannot write (a WAL-mode file opened with
+            # mode=ro alone then reads as empty), and we never create -wal/-shm files beside it.
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            return sqlite3.connect(uri, uri=True, check_same_thread=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            return self._connect()
+        except sqlite3.DatabaseError:
+            # A corrupt cache is only a slower start: set it aside (with its -wal/-shm files, which
+            # must not be replayed into the new file) and begin again.
+            for suffix in ("", "-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    side.replace(self.path.with_name(self.path.name + ".corrupt" + suffix))
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
             conn.execute("SELECT count(*) FROM embeddings").fetchone()
-            return conn
         except sqlite3.DatabaseError:
-            # A corrupt cache is only a slower start: set it aside and begin again.
-            self.path.replace(self.path.with_name(self.path.name + ".corrupt"))
-            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            conn.execute(_SCHEMA)
-            return conn
+            conn.close()
+            raise
+        return conn
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}

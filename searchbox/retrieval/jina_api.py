@@ -46,7 +46,13 @@ class JinaApiClient:
                 continue
             if response.status_code >= 400:
                 raise ModelLoadError(f"the Jina API refused the request (HTTP {response.status_code}): {response.text[:300]}")
-            return response.json()
+            try:
+                return response.json()
+            except ValueError:
+                raise ModelLoadError(
+                    f"the Jina API answered HTTP {response.status_code} with a body that is not JSON "
+                    f"(check JINA_API_URL): {response.text[:300]}"
+                ) from None
         raise ModelLoadError(f"the Jina API did not answer after {self._retries + 1} tries ({last_error})")
 
 

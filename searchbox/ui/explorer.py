@@ -1,0 +1,85 @@
+"""The dataroom explorer: load a dataroom, see which files were read, run any catalog tool on it.
+
+It renders what the core returns (ingestion statuses, tool results); all work happens in
+`searchbox.workspace` and the catalog tools, the same path the CLI takes.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from searchbox.builtin import BUILTIN_DATAROOM
+from searchbox.dataroom.unpack import DataroomError
+from searchbox.settings import Settings
+from searchbox.tools.catalog import CatalogTool, catalog_by_name, load_catalog
+from searchbox.tools.retrieval_tools import run_catalog_tool
+from searchbox.workspace import Workspace
+
+STATUS_COLUMNS = ["path", "status", "reason", "chars", "chunks"]
+RESULT_COLUMNS = ["id", "path", "chunk", "score", "text"]
+_SAMPLE_TEXT = {"query": "What changed in the customer contract?", "question": "When does the office lease end?"}
+
+
+def example_arguments(tool: CatalogTool) -> str:
+    """A starting JSON for a tool: its required arguments with sample values, and its defaults."""
+    args: dict[str, Any] = {}
+    for name, schema in tool.parameters["properties"].items():
+        if name in tool.parameters.get("required", []):
+            args[name] = ["first text", "second text"] if schema["type"] == "array" else _SAMPLE_TEXT.get(name, "text")
+        elif "default" in schema:
+            args[name] = schema["default"]
+    return json.dumps(args, indent=2)
+
+
+def load_dataroom(upload: str | None, settings: Settings) -> tuple[Workspace, str, list[list[Any]]]:
+    source = Path(upload) if upload else BUILTIN_DATAROOM
+    try:
+        workspace = Workspace.create(Path(tempfile.mkdtemp(prefix="searchbox-explore-")), source, settings)
+    except DataroomError as exc:
+        raise gr.Error(str(exc)) from exc
+    rows = workspace.corpus.statuses()
+    read = sum(r["status"] == "ok" for r in rows)
+    name = source.name if upload else "the built-in dataroom"
+    summary = f"**{name}**: {read} of {len(rows)} files read, {len(workspace.corpus.chunks)} chunks."
+    return workspace, summary, [[r[c] for c in STATUS_COLUMNS] for r in rows]
+
+
+def run_tool(workspace: Workspace | None, name: str, raw_args: str, settings: Settings) -> tuple[Workspace, list[list[Any]], str]:
+    if workspace is None:
+        workspace, _, _ = load_dataroom(None, settings)
+    try:
+        args = json.loads(raw_args or "{}")
+    except json.JSONDecodeError as exc:
+        raise gr.Error(f"The arguments are not valid JSON: {exc}") from exc
+    result = run_catalog_tool(workspace.tool_context(), name, args)
+    rows = [[r.get(c, "") for c in RESULT_COLUMNS] for r in result.get("results", []) if "path" in r]
+    # Shown as JSON text: a JSON component would make API clients fetch every "path" as a file.
+    return workspace, rows, json.dumps(result, indent=2, ensure_ascii=False)
+
+
+def build_explorer(settings: Settings) -> None:
+    """Lay out the explorer inside the current gr.Blocks."""
+    workspace = gr.State(None)
+    with gr.Row():
+        upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
+        with gr.Column():
+            load_button = gr.Button("Load dataroom", variant="secondary")
+            summary = gr.Markdown()
+    statuses = gr.Dataframe(headers=STATUS_COLUMNS, label="Files", interactive=False, max_height=300)
+    tools = [t.name for t in load_catalog()]
+    with gr.Row():
+        tool = gr.Dropdown(tools, value=tools[0], label="Catalog tool")
+        arguments = gr.Code(example_arguments(load_catalog()[0]), language="json", label="Arguments")
+    run_button = gr.Button("Run tool", variant="primary")
+    results = gr.Dataframe(headers=RESULT_COLUMNS, label="Results", interactive=False, wrap=True)
+    raw = gr.Code(language="json", label="Full result", interactive=False)
+
+    load_button.click(lambda up: load_dataroom(up, settings), [upload], [workspace, summary, statuses], api_name="load_dataroom")
+    tool.change(lambda name: example_arguments(catalog_by_name()[name]), [tool], [arguments], api_name=False)
+    run_button.click(lambda ws, name, args: run_tool(ws, name, args, settings), [workspace, tool, arguments],
+                     [workspace, results, raw], api_name="run_tool")

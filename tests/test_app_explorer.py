@@ -1,0 +1,76 @@
+"""The real app in a subprocess, driven with gradio_client: upload a dataroom, run tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gradio_client import Client, handle_file
+
+from conftest import SMALL_DATAROOM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "RETRIEVAL_PRESET": "packaged", "SEARCHBOX_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"app exited early:\n{proc.stdout.read() if proc.stdout else ''}")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
+def room_zip(tmp_path: Path) -> Path:
+    path = tmp_path / "room.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, text in SMALL_DATAROOM.items():
+            z.writestr(f"acme/{rel}", text)
+    return path
+
+
+def test_upload_then_search(app_url: str, room_zip: Path) -> None:
+    client = Client(app_url, verbose=False)
+    summary, statuses = client.predict(handle_file(str(room_zip)), api_name="/load_dataroom")
+    assert "5 of 5 files read" in summary
+    assert sorted(row[0] for row in statuses["data"]) == sorted(SMALL_DATAROOM)
+    rows, raw = client.predict("keyword_search", '{"query": "Harbour Street lease", "k": 2}', api_name="/run_tool")
+    assert rows["data"][0][1] == "dataroom/legal/lease.txt"
+    assert json.loads(raw)["results"][0]["id"] == "s1"
+    _, raw = client.predict("search_dataroom", '{"query": "vacation days", "k": 1}', api_name="/run_tool")
+    assert json.loads(raw)["results"][0]["path"] == "dataroom/hr/handbook.md"
+
+
+def test_a_bad_upload_gets_a_clear_error(app_url: str, tmp_path: Path) -> None:
+    fake = tmp_path / "notes.zip"
+    fake.write_text("this is not a zip")
+    client = Client(app_url, verbose=False)
+    with pytest.raises(Exception, match="not a zip"):
+        client.predict(handle_file(str(fake)), api_name="/load_dataroom")
