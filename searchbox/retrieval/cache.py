@@ -34,8 +34,10 @@ class SqliteVectorStore:
         if self.read_only:
             # as_uri() percent-encodes '#', '?' and '%', which would otherwise cut the path short.
             # immutable=1: a seed may sit in a folder we cannot write (a WAL-mode file opened with
-            # mode=ro alone then reads as empty), and we never create -wal/-shm files beside it.
-            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            # mode=ro alone then reads as empty), and no -wal/-shm files get created beside it. Only
+            # a seed whose writer left a -wal behind needs SQLite to read that journal too.
+            pending_wal = self.path.with_name(self.path.name + "-wal").exists()
+            uri = f"{self.path.resolve().as_uri()}?mode=ro" + ("" if pending_wal else "&immutable=1")
             return sqlite3.connect(uri, uri=True, check_same_thread=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
