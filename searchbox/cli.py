@@ -86,6 +86,7 @@ def cmd_precompute(args: argparse.Namespace) -> int:
         corpus, settings = workspace.corpus, workspace.settings
         encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), EmbeddingCache(Path(args.out)))
         encoder.encode([c.text for c in corpus.chunks], "passage")
+        encoder.cache.close()
     print(f"{len(corpus.chunks)} chunks of {len(corpus.files)} files embedded with {encoder.model_name} into {args.out}")
     return 0
 

@@ -65,3 +65,15 @@ def test_hybrid_ranks_are_fused_and_bounded(small_work: Path, packaged_settings:
     hits, _ = engine.hybrid_search("Frankfurt hosting costs", 2)
     assert len(hits) == 2 and hits[0].score >= hits[1].score
     assert engine.corpus.chunks[hits[0].chunk].path == "finance/costs.md"
+
+
+def test_the_builtin_dataroom_ships_its_vectors(tmp_path: Path, packaged_settings: Settings, minilm) -> None:
+    from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_VECTORS
+    from searchbox.dataroom.workspace import prepare_work_dir
+
+    work = prepare_work_dir(tmp_path / "job", BUILTIN_DATAROOM)
+    engine = make_engine(work, packaged_settings, minilm, EmbeddingCache(None, [BUILTIN_VECTORS]))
+    hits, _ = engine.dense_search("Who audited the financial statements?", 5)
+    assert hits
+    # Only the query was embedded; if this fails, rebuild the vectors as the README says.
+    assert engine.encoder.stats.texts_embedded == 1

@@ -90,7 +90,10 @@ class SqliteVectorStore:
                 pass  # the disk layer is an optimisation; the memory layer still holds the vectors
 
     def close(self) -> None:
+        """Fold the write-ahead log back into the file, so the file alone holds every vector."""
         with self._lock:
+            if not self.read_only:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
 
 
@@ -124,6 +127,10 @@ class EmbeddingCache:
         self._memory.update(items)
         if self._disk:
             self._disk.put_many(items)
+
+    def close(self) -> None:
+        for store in [*self._seeds, *([self._disk] if self._disk else [])]:
+            store.close()
 
     def clear_memory(self) -> None:
         self._memory.clear()
