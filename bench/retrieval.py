@@ -233,7 +233,7 @@ def build_big_dataroom(root: Path, corpus: Corpus, target_bytes: int, rng: rando
         body = [f"# Site memo {n}", ""] + [" ".join(rng.sample(sentences, 4)) + "\n" for _ in range(8)]
         body.insert(rng.randint(3, len(body)), f"The entry code for the {name} storage vault was changed to {code} last spring.\n")
         text = "\n".join(body)
-        path = root / f"memos/batch{n // 100:02d}/memo_{n:04d}.md"
+        path = root / f"batch{n // 100:02d}/memo_{n:04d}.md"  # many top-level folders: no wrapper to strip
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         questions.append({"question": f"Which PIN opens the {name} safe room now?", "gold_files": [path.relative_to(root).as_posix()], "type": "paraphrased"})

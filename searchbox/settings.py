@@ -77,6 +77,10 @@ class Settings:
     turn_budget: int = knob(10, "turns the agent may take")
     force_budget: bool = knob(False, "spend the whole turn budget (send Continue.) instead of stopping after turn 1")
     budget_metric: str = knob("input", "token field reported as spent", choices=("input", "output", "total"))
+    turn_timeout_seconds: int = knob(900, "a turn running longer than this is aborted (the run goes on to the next turn)")
+    ceiling_seconds: int = knob(3600, "wall-clock ceiling of a whole run (stop reason ceiling_seconds)")
+    max_steps_per_turn: int = knob(40, "LLM responses per turn before the turn is ended")
+    bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     chunk_size: int = knob(1400, "retrieval chunk size in characters")
     chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
     search_mode: str = knob("dense", "search_dataroom ranking: dense, or hybrid (dense + BM25 fused)", choices=("dense", "hybrid"))
@@ -124,6 +128,9 @@ class Settings:
             raise SettingsError("CHUNK_OVERLAP must be between 0 and half of CHUNK_SIZE")
         if self.turn_budget < 1:
             raise SettingsError("TURN_BUDGET must be at least 1")
+        for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name.upper()} must be at least 1")
         if self.dense_prefilter < 0:
             raise SettingsError("DENSE_PREFILTER must be 0 (off) or a positive number of candidates")
 

@@ -86,7 +86,9 @@ def validate_arguments(tool: CatalogTool, args: dict[str, Any] | None) -> tuple[
 
 def _describe(schema: dict[str, Any]) -> str:
     kind = schema.get("type", "value")
-    return "a list of strings" if kind == "array" else f"a {kind}"
+    if kind == "array":
+        return f"a list of {schema.get('items', {}).get('type', 'string')}s"
+    return f"a {kind}"
 
 
 def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: list[str]) -> Any:
@@ -102,7 +104,7 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
         if limit and len(text) > limit:
             notes.append(f"'{name}' cut to {limit} characters")
             text = text[:limit]
-        if not text.strip():
+        if not text.strip() and schema.get("minLength", 1) > 0:  # minLength 0: empty is a real value
             raise ToolArgumentError(f"{where} is empty")
         return text
     if kind in ("integer", "number"):
@@ -118,10 +120,13 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
             notes.append(f"'{name}' clamped from {value} to {clamped:g}")
         return int(round(clamped)) if kind == "integer" else clamped
     if kind == "array":
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list):
-            raise ToolArgumentError(f"{where} must be a list of strings")
-        items = [item if isinstance(item, str) else json.dumps(item) for item in items]
+        if schema.get("items", {}).get("type") == "object":
+            items = _objects(where, value)
+        else:
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, list):
+                raise ToolArgumentError(f"{where} must be a list of strings")
+            items = [item if isinstance(item, str) else json.dumps(item) for item in items]
         if len(items) < schema.get("minItems", 0):
             raise ToolArgumentError(f"{where} needs at least {schema['minItems']} item(s)")
         limit = schema.get("maxItems")
@@ -132,3 +137,16 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
     if kind == "boolean":
         return value if isinstance(value, bool) else str(value).strip().lower() in {"1", "true", "yes", "on"}
     return value
+
+
+def _objects(where: str, value: Any) -> list[dict[str, Any]]:
+    """A list of objects; small models often send it JSON-encoded, or send one object bare."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ToolArgumentError(f"{where} must be a list of objects, got a string that is not JSON") from None
+    items = [value] if isinstance(value, dict) else value
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ToolArgumentError(f"{where} must be a list of objects")
+    return items

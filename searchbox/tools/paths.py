@@ -9,6 +9,8 @@ from pathlib import Path
 from searchbox.tools.catalog import ToolArgumentError
 
 DATAROOM_DIR = "dataroom"
+# The tools' own scratch space inside work/ (bash spill files, TMPDIR): never inside dataroom/.
+SCRATCH_DIR = ".searchbox"
 
 
 def dataroom_relative(path: str) -> str:
@@ -38,3 +40,15 @@ def confine_write(work_dir: Path, path: str) -> Path:
     if target == dataroom or dataroom in target.parents:
         raise ToolArgumentError(f"'{path}' is inside dataroom/, which is read-only; write elsewhere in the working folder")
     return target
+
+
+def scratch_dir(work_dir: Path, *parts: str) -> Path:
+    """work/.searchbox/<parts>, created on first use."""
+    folder = work_dir.joinpath(SCRATCH_DIR, *parts)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def relative_to_work(work_dir: Path, target: Path) -> str:
+    """A resolved path inside work/ as the agent writes it (posix, relative; "." for work/ itself)."""
+    return target.relative_to(work_dir.resolve()).as_posix()

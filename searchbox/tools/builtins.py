@@ -1,0 +1,555 @@
+"""The seven built-in tools, with the Pi coding agent's semantics (SPEC 2.4): read, bash, edit, write,
+grep, find, ls.
+
+Each is a function (context, arguments) -> ToolOutput, declared once in BUILTIN_TOOLS with its JSON
+schema; `run_builtin` validates the arguments through the same code path as the catalog tools. Paths
+stay inside work/ and nothing is written inside dataroom/ (SPEC 5). No tool raises: every failure
+goes back to the model as an error output it can act on.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from searchbox.dataroom.extract import EXTRACTORS, extract_file, extract_json, extract_table, extract_text
+from searchbox.tools.bash_programs import programs_in
+from searchbox.tools.catalog import CatalogTool, ToolArgumentError, validate_arguments
+from searchbox.tools.paths import (
+    DATAROOM_DIR,
+    SCRATCH_DIR,
+    confine,
+    confine_write,
+    relative_to_work,
+    scratch_dir,
+)
+from searchbox.tools.sandbox import SandboxConfig, run_sandboxed
+from searchbox.tools.sources import SourceLedger
+from searchbox.tools.truncate import (
+    MAX_BYTES,
+    MAX_LINE_CHARS,
+    MAX_LINES,
+    Truncation,
+    byte_size,
+    format_size,
+    shorten_line,
+    truncate_head,
+    truncate_tail,
+)
+
+LIMIT_NOTE = f"{MAX_LINES} lines or {MAX_BYTES // 1024}KB, whichever comes first"
+# Formats that are plain text on disk are read as they are; the others through their extractor.
+_PLAIN_EXTRACTORS = (extract_text, extract_json, extract_table)
+_SNIFF_BYTES = 8192
+
+
+@dataclass
+class BuiltinContext:
+    work_dir: Path  # the agent's working folder; holds dataroom/
+    ledger: SourceLedger
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+
+@dataclass
+class ToolOutput:
+    text: str  # what the model sees
+    is_error: bool = False
+    details: dict[str, Any] = field(default_factory=dict)  # structured extras for the UI and records
+
+
+BuiltinFunction = Callable[[BuiltinContext, dict[str, Any]], ToolOutput]
+
+
+class Builtin(NamedTuple):
+    spec: CatalogTool  # name, description, JSON-schema parameters
+    run: BuiltinFunction
+
+
+def _guarded(fn: BuiltinFunction) -> BuiltinFunction:
+    """Any failure inside a tool becomes an error output, never an exception."""
+
+    @functools.wraps(fn)
+    def run(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+        try:
+            return fn(ctx, args)
+        except ToolArgumentError as exc:
+            return ToolOutput(str(exc), is_error=True)
+        except Exception as exc:  # a tool bug or an OS error must not end the run
+            return ToolOutput(f"{fn.__name__} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+    return run
+
+
+# --- read ----------------------------------------------------------------------------------------
+
+
+@_guarded
+def read(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    path, offset, limit = args["path"], args.get("offset") or 1, args.get("limit")
+    target = _existing(ctx, path, "File")
+    if target.is_dir():
+        raise ToolArgumentError(f"'{path}' is a directory; use ls to list it")
+    rel = relative_to_work(ctx.work_dir, target)
+    extracted = _is_document(rel)
+    if extracted:
+        lines, total = _select(_document_lines(ctx, rel), offset, limit)
+    else:
+        with target.open("rb") as handle:
+            if b"\x00" in handle.read(_SNIFF_BYTES):
+                raise ToolArgumentError(
+                    f"'{rel}' is a binary file; inspect it with bash (e.g. `file`, `strings`, `xxd | head`)"
+                )
+        with target.open(encoding="utf-8-sig", errors="replace") as handle:
+            lines, total = _select(handle, offset, limit)
+    if total == 0:
+        empty = ": no text could be extracted" if extracted else ""
+        return ToolOutput(f"[{rel} is empty{empty}]", details={"path": rel})
+    if offset > total:
+        raise ToolArgumentError(f"offset {offset} is beyond the end of {rel} ({total} lines in all)")
+    cut = truncate_head("\n".join(lines))
+    first, last = offset, offset + cut.shown_lines - 1
+    source = ctx.ledger.cite_range(rel, first, last, cut.text)
+    kind = ", text extracted from the document" if extracted else ""
+    text = f"[source {source.id}: {rel} lines {first}-{last}{kind}]\n{cut.text}"
+    note = _read_note(cut, first, last, total)
+    details = {"path": rel, "source": source.id, "first_line": first, "last_line": last, "total_lines": total,
+               "extracted": extracted, "truncated": cut.truncated}
+    return ToolOutput(text + (f"\n\n{note}" if note else ""), details=details)
+
+
+def _is_document(rel: str) -> bool:
+    """A PDF, DOCX, XLSX, e-mail, HTML page, notebook... of the dataroom: read through its extractor."""
+    fn = EXTRACTORS.get(Path(rel).suffix.lower())
+    return rel.startswith(DATAROOM_DIR + "/") and fn is not None and fn not in _PLAIN_EXTRACTORS
+
+
+def _document_lines(ctx: BuiltinContext, rel: str) -> list[str]:
+    extracted = extract_file(ctx.work_dir.resolve(), rel)
+    if extracted.status != "ok":
+        raise ToolArgumentError(f"could not read {rel}: {extracted.reason}")
+    # Page and sheet labels let the model say where a fact is.
+    blocks = [f"[{s.label}]\n{s.text}" if s.label else s.text for s in extracted.segments]
+    return "\n\n".join(blocks).split("\n") if blocks else []
+
+
+def _select(lines: Iterable[str], offset: int, limit: int | None) -> tuple[list[str], int]:
+    """Lines offset..offset+limit-1 (1-based), gathered only up to just past the truncation limits so
+    a huge file is never held in memory; and the total number of lines."""
+    selected: list[str] = []
+    size = total = 0
+    end = offset + limit if limit else None
+    for total, line in enumerate(lines, 1):
+        wanted = total >= offset and (end is None or total < end)
+        if wanted and len(selected) <= MAX_LINES and size <= MAX_BYTES:
+            line = line.rstrip("\n")
+            selected.append(line)
+            size += len(line) + 1
+    return selected, total
+
+
+def _read_note(cut: Truncation, first: int, last: int, total: int) -> str:
+    if cut.partial_line:
+        return (f"[Line {first} is longer than the {format_size(MAX_BYTES)} limit: only its start is shown. "
+                f"Use offset={first + 1} to continue, or bash (e.g. cut -c) for the rest of the line.]")
+    if cut.truncated:
+        limit = "" if cut.truncated_by == "lines" else f" ({format_size(MAX_BYTES)} limit)"
+        return f"[Showing lines {first}-{last} of {total}{limit}. Use offset={last + 1} to continue.]"
+    if last < total:
+        return f"[{total - last} more lines in file. Use offset={last + 1} to continue.]"
+    return ""
+
+
+# --- bash ----------------------------------------------------------------------------------------
+
+
+@_guarded
+def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    command = args["command"]
+    timeout = min(args.get("timeout") or ctx.sandbox.default_timeout, ctx.sandbox.max_timeout)
+    spill = _spill_path(ctx.work_dir)
+    # Twice the shown size is kept, so the tail cut below always falls on whole lines.
+    result = run_sandboxed(command, ctx.work_dir, timeout, output_cap_bytes=2 * MAX_BYTES, spill_path=spill,
+                           config=ctx.sandbox)
+    cut = truncate_tail(result.output)
+    text = cut.text.rstrip("\n")
+    spilled = cut.truncated or result.truncated_bytes > 0
+    if spilled:
+        text += "\n\n" + _bash_note(cut, result.total_lines, relative_to_work(ctx.work_dir, spill))
+    else:
+        spill.unlink(missing_ok=True)
+    status = ""
+    if result.timed_out:
+        status = f"Command timed out after {timeout:g} seconds"
+    elif result.exit_code:
+        status = f"Command exited with code {result.exit_code}"
+    if status:
+        text = f"{text}\n\n{status}" if text else status
+    details = {
+        "command": command,
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "programs": programs_in(command),
+        "airgap": result.airgap,
+        "spill_file": relative_to_work(ctx.work_dir, spill) if spilled else None,
+        "truncated": spilled,
+    }
+    return ToolOutput(text or "(no output)", is_error=bool(status), details=details)
+
+
+def _spill_path(work_dir: Path) -> Path:
+    folder = scratch_dir(work_dir)
+    taken = [int(m.group(1)) for p in folder.glob("bash-*.log") if (m := re.fullmatch(r"bash-(\d+)\.log", p.name))]
+    # confine: the agent may have replaced .searchbox with a link to somewhere else
+    return confine_write(work_dir, f"{SCRATCH_DIR}/bash-{max(taken, default=0) + 1}.log")
+
+
+def _bash_note(cut: Truncation, total_lines: int, spill: str) -> str:
+    if cut.partial_line:
+        return f"[Showing the last {format_size(cut.shown_bytes)} of line {total_lines}. Full output: {spill}]"
+    start = total_lines - cut.shown_lines + 1
+    limit = "" if cut.truncated_by == "lines" else f" ({format_size(MAX_BYTES)} limit)"
+    return f"[Showing lines {start}-{total_lines} of {total_lines}{limit}. Full output: {spill}]"
+
+
+# --- edit and write ------------------------------------------------------------------------------
+
+
+@_guarded
+def edit(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    target = confine_write(ctx.work_dir, args["path"])
+    rel = relative_to_work(ctx.work_dir, target)
+    if not target.is_file():
+        raise ToolArgumentError(f"File not found: {args['path']}")
+    try:
+        original = target.read_bytes().decode("utf-8")  # bytes: read_text would hide \r\n
+    except UnicodeDecodeError:
+        raise ToolArgumentError(f"{rel} is not UTF-8 text; edit it with bash or rewrite it with write") from None
+    crlf = "\r\n" in original  # models send \n; the file keeps its own line endings
+    content = original.replace("\r\n", "\n")
+    spans = sorted(_locate(content, rel, n, e) for n, e in enumerate(args["edits"], 1))
+    for before, after in zip(spans, spans[1:]):
+        if after[0] < before[1]:
+            raise ToolArgumentError(
+                f"edits[{before[3]}] and edits[{after[3]}] overlap in {rel}; merge them into one edit"
+            )
+    changed = content
+    for start, end, new_text, _ in reversed(spans):  # from the end, so earlier offsets stay valid
+        changed = changed[:start] + new_text + changed[end:]
+    if changed == content:
+        raise ToolArgumentError(f"No changes made to {rel}: every newText equals its oldText")
+    target.write_text(changed.replace("\n", "\r\n") if crlf else changed, encoding="utf-8", newline="")
+    diff = list(difflib.unified_diff(content.splitlines(), changed.splitlines(), rel, rel, n=2, lineterm=""))
+    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    count = len(spans)
+    summary = f"Successfully replaced {count} block{'s' if count > 1 else ''} in {rel} (+{added} -{removed} lines)."
+    shown = truncate_head("\n".join(diff[2:]))  # without the ---/+++ header lines
+    return ToolOutput(f"{summary}\n{shown.text}", details={"path": rel, "replacements": count, "diff": "\n".join(diff)})
+
+
+def _locate(content: str, rel: str, n: int, change: dict[str, Any]) -> tuple[int, int, str, int]:
+    """Where edits[n] applies: its oldText must occur exactly once."""
+    old, new = change.get("oldText"), change.get("newText")
+    if not isinstance(old, str) or not old:
+        raise ToolArgumentError(f"edits[{n}] needs a non-empty oldText")
+    if not isinstance(new, str):
+        raise ToolArgumentError(f"edits[{n}] needs a newText (a string; empty to delete the oldText)")
+    old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+    found = content.count(old)
+    if found == 0:
+        raise ToolArgumentError(
+            f"Could not find edits[{n}].oldText in {rel}. It must match exactly, including whitespace and newlines; "
+            "read the file first. No edit was applied."
+        )
+    if found > 1:
+        raise ToolArgumentError(
+            f"Found {found} occurrences of edits[{n}].oldText in {rel}. It must be unique: "
+            "include more surrounding text. No edit was applied."
+        )
+    start = content.index(old)
+    return start, start + len(old), new, n
+
+
+@_guarded
+def write(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    target = confine_write(ctx.work_dir, args["path"])
+    rel = relative_to_work(ctx.work_dir, target)
+    if target.is_dir():
+        raise ToolArgumentError(f"'{rel}' is a directory; give a file path")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    content = args["content"]
+    target.write_text(content, encoding="utf-8")
+    size = byte_size(content)
+    return ToolOutput(f"Successfully wrote {size} bytes to {rel}", details={"path": rel, "bytes": size})
+
+
+# --- grep, find, ls ------------------------------------------------------------------------------
+
+
+@_guarded
+def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    target = _existing(ctx, args.get("path") or ".", "Path")
+    folder, where = (target, ".") if target.is_dir() else (target.parent, target.name)
+    context, limit = args["context"], args["limit"]
+    command = _rg_command(ctx, folder, args.get("glob")) + ["--json"]
+    command += ["--ignore-case"] * args["ignoreCase"] + ["--fixed-strings"] * args["literal"]
+    command += ["--context", str(context)] if context else []
+    command += ["--regexp", args["pattern"], "--", where]
+    rows: list[str] = []
+    matches, limit_hit, lines_cut = 0, False, False
+    last: tuple[str, int] | None = None
+    last_match = 0
+    with subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as rg:
+        assert rg.stdout is not None and rg.stderr is not None
+        for raw in rg.stdout:
+            event = json.loads(raw)
+            if event["type"] not in ("match", "context"):
+                continue
+            data = event["data"]
+            is_match = event["type"] == "match"
+            if is_match and matches == limit:
+                limit_hit = True
+                break
+            path = _under_work(ctx, folder, _rg_text(data["path"]))
+            number = data["line_number"]
+            if matches == limit and (last is None or path != last[0] or number > last_match + context):
+                continue  # the lead-in context of a match past the limit
+            matches += is_match
+            last_match = number if is_match else last_match
+            if context and last is not None and last != (path, number - 1):
+                rows.append("--")
+            line, was_cut = shorten_line(_rg_text(data["lines"]).rstrip("\r\n"))
+            lines_cut = lines_cut or was_cut
+            mark = ":" if is_match else "-"
+            rows.append(f"{path}{mark}{number}{mark}{line}")
+            last = (path, number)
+        if limit_hit:
+            rg.kill()
+        errors = rg.stderr.read().decode("utf-8", "replace").strip()
+        code = rg.wait()
+    if not matches:
+        if code == 2 and errors:
+            raise ToolArgumentError(f"grep: {errors}")
+        return ToolOutput("No matches found", details={"matches": 0})
+    cut = truncate_head("\n".join(rows))
+    notes = []
+    if limit_hit:
+        notes.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine the pattern")
+    if cut.truncated:
+        notes.append(f"{LIMIT_NOTE} output limit reached; narrow the search with path or glob")
+    if lines_cut:
+        notes.append(f"Some lines were cut to {MAX_LINE_CHARS} characters. Use read to see them whole")
+    text = _noted(cut.text, notes)
+    return ToolOutput(text, details={"matches": matches, "limit_reached": limit_hit, "truncated": cut.truncated})
+
+
+@_guarded
+def find(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    folder = _existing_dir(ctx, args.get("path") or ".")
+    pattern, limit = args["pattern"], args["limit"]
+    command = _rg_command(ctx, folder, pattern) + ["--files", "--", "."]
+    listed = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True)
+    names = listed.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if not names:
+        if listed.returncode == 2 and listed.stderr:
+            raise ToolArgumentError(f"find: {listed.stderr.decode('utf-8', 'replace').strip()}")
+        return ToolOutput("No files found matching pattern", details={"count": 0})
+    paths = sorted(_under_work(ctx, folder, name) for name in names)
+    cut = truncate_head("\n".join(paths[:limit]))
+    notes = []
+    if len(paths) > limit:
+        notes.append(f"{limit} results limit reached ({len(paths)} in all). "
+                     f"Use limit={limit * 2} for more, or refine the pattern")
+    if cut.truncated:
+        notes.append(f"{LIMIT_NOTE} output limit reached")
+    text = _noted(cut.text, notes)
+    return ToolOutput(text, details={"count": len(paths), "truncated": cut.truncated or len(paths) > limit})
+
+
+@_guarded
+def ls(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
+    folder = _existing_dir(ctx, args.get("path") or ".")
+    limit = args["limit"]
+    entries = sorted(os.scandir(folder), key=lambda e: (e.name.lower(), e.name))
+    if not entries:
+        return ToolOutput("(empty directory)", details={"count": 0})
+    names = [e.name + ("/" if e.is_dir() else "") for e in entries[:limit]]
+    cut = truncate_head("\n".join(names))
+    notes = []
+    if len(entries) > limit:
+        notes.append(f"{limit} entries limit reached ({len(entries)} in all). Use limit={limit * 2} for more")
+    if cut.truncated:
+        notes.append(f"{LIMIT_NOTE} output limit reached")
+    text = _noted(cut.text, notes)
+    return ToolOutput(text, details={"count": len(entries), "truncated": cut.truncated or len(entries) > limit})
+
+
+# --- shared helpers ------------------------------------------------------------------------------
+
+
+def _noted(text: str, notes: list[str]) -> str:
+    return text + (f"\n\n[{'. '.join(notes)}]" if notes else "")
+
+
+def _existing(ctx: BuiltinContext, path: str, what: str) -> Path:
+    target = confine(ctx.work_dir, path)
+    if not target.exists():
+        raise ToolArgumentError(f"{what} not found: {path}")
+    return target
+
+
+def _existing_dir(ctx: BuiltinContext, path: str) -> Path:
+    target = _existing(ctx, path, "Path")
+    if not target.is_dir():
+        raise ToolArgumentError(f"Not a directory: {path}")
+    return target
+
+
+def _under_work(ctx: BuiltinContext, folder: Path, name: str) -> str:
+    """A path ripgrep printed (relative to `folder`) as a path relative to work/."""
+    return relative_to_work(ctx.work_dir, Path(os.path.normpath(folder / name)))
+
+
+@functools.cache
+def rg_binary() -> str:
+    """The venv's ripgrep (the `ripgrep` wheel installs it next to python), else one on PATH."""
+    beside = Path(sys.executable).with_name("rg")
+    found = str(beside) if beside.is_file() else shutil.which("rg")
+    if not found:
+        raise ToolArgumentError("ripgrep (rg) is not installed; use bash with grep/find instead")
+    return found
+
+
+def _rg_command(ctx: BuiltinContext, folder: Path, glob: str | None) -> list[str]:
+    # --no-ignore: a .gitignore that came with the dataroom must not hide its documents.
+    # --hidden: dotfiles are files like any other here. --no-config: no RIPGREP_CONFIG_PATH surprises.
+    # --no-messages: unreadable files are skipped quietly (a bad pattern is still reported).
+    command = [rg_binary(), "--no-config", "--hidden", "--no-ignore", "--no-messages", "--color=never"]
+    if glob:
+        command += ["--glob", glob]
+    if folder == ctx.work_dir.resolve():  # the tools' scratch files are noise in a search of work/
+        command += ["--glob", f"!/{SCRATCH_DIR}"]
+    return command
+
+
+def _rg_text(value: dict[str, str]) -> str:
+    """ripgrep's JSON gives text, or base64 bytes when the data is not UTF-8."""
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value["bytes"]).decode("utf-8", "replace")
+
+
+# --- declarations --------------------------------------------------------------------------------
+
+
+def _spec(name: str, description: str, properties: dict[str, Any], required: list[str]) -> CatalogTool:
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return CatalogTool(name=name, group="builtin", default=True, description=description, parameters=parameters)
+
+
+_PATH = {"type": "string", "maxLength": 4096,
+         "description": "path relative to the working folder, e.g. dataroom/report.pdf"}
+_OPTIONAL_PATH = {"type": "string", "maxLength": 4096, "minLength": 0,  # "" means the default
+                  "description": "directory or file, relative to the working folder (default: the working folder)"}
+
+BUILTIN_TOOLS: dict[str, Builtin] = {
+    "read": Builtin(_spec(
+        "read",
+        "Read a file. Text files are shown as they are; documents in dataroom/ (PDF, DOCX, XLSX, e-mail, HTML, "
+        f"notebooks) as their extracted text. Output is cut at {LIMIT_NOTE}; use offset/limit to read on. "
+        "Each read gets a source id [sN] to cite.",
+        {"path": _PATH,
+         "offset": {"type": "integer", "description": "line number to start at (1-based)", "default": 1, "minimum": 1},
+         "limit": {"type": "integer", "description": "how many lines to read at most", "minimum": 1}},
+        ["path"]), read),
+    "bash": Builtin(_spec(
+        "bash",
+        "Run a bash command in the working folder, without network. Returns stdout and stderr together; "
+        f"long output keeps its last {LIMIT_NOTE} and the whole of it is saved to a file the output names. "
+        "A non-zero exit code is reported.",
+        {"command": {"type": "string", "description": "the bash command line", "maxLength": 100_000},
+         "timeout": {"type": "number", "description": "seconds before the command is killed (default 120)",
+                     "minimum": 1, "maximum": 600}},
+        ["command"]), bash),
+    "edit": Builtin(_spec(
+        "edit",
+        "Edit a file by exact replacement: each oldText must occur exactly once in the file (include surrounding "
+        "text to make it unique). All edits apply, or none. Files in dataroom/ cannot be edited.",
+        {"path": _PATH,
+         "edits": {"type": "array", "minItems": 1, "maxItems": 50, "description": "replacements to make",
+                   "items": {"type": "object", "required": ["oldText", "newText"], "properties": {
+                       "oldText": {"type": "string", "description": "exact text to replace"},
+                       "newText": {"type": "string", "description": "text to put in its place"}}}}},
+        ["path", "edits"]), edit),
+    "write": Builtin(_spec(
+        "write",
+        "Write a file, replacing it if it exists; missing folders are created. Not inside dataroom/.",
+        {"path": _PATH, "content": {"type": "string", "description": "the whole file content", "minLength": 0}},
+        ["path", "content"]), write),
+    "grep": Builtin(_spec(
+        "grep",
+        "Search file contents with ripgrep (regular expressions). Returns path:line:text rows, paths relative to "
+        f"the working folder; context rows are path-line-text. At most `limit` matches; output cut at {LIMIT_NOTE}; "
+        f"lines cut at {MAX_LINE_CHARS} characters.",
+        {"pattern": {"type": "string", "description": "regular expression (or literal text with literal=true)",
+                     "maxLength": 2000},
+         "path": _OPTIONAL_PATH,
+         "glob": {"type": "string", "description": "only files matching this glob, e.g. '*.md' or '**/*.txt'",
+                  "maxLength": 500, "minLength": 0},
+         "ignoreCase": {"type": "boolean", "description": "case-insensitive search", "default": False},
+         "literal": {"type": "boolean", "description": "treat the pattern as literal text", "default": False},
+         "context": {"type": "integer", "description": "lines to show before and after each match", "default": 0,
+                     "minimum": 0, "maximum": 20},
+         "limit": {"type": "integer", "description": "most matches to return", "default": 100, "minimum": 1,
+                   "maximum": 1000}},
+        ["pattern"]), grep),
+    "find": Builtin(_spec(
+        "find",
+        "Find files by glob pattern, e.g. '*.pdf' (any depth), '**/*.md' or 'reports/*.xlsx' (relative to path). "
+        "Returns sorted paths relative to the working folder.",
+        {"pattern": {"type": "string", "description": "glob pattern", "maxLength": 500},
+         "path": _OPTIONAL_PATH,
+         "limit": {"type": "integer", "description": "most results to return", "default": 1000, "minimum": 1,
+                   "maximum": 10_000}},
+        ["pattern"]), find),
+    "ls": Builtin(_spec(
+        "ls",
+        "List a directory, sorted, dotfiles included; directories end with '/'.",
+        {"path": _OPTIONAL_PATH,
+         "limit": {"type": "integer", "description": "most entries to return", "default": 500, "minimum": 1,
+                   "maximum": 10_000}},
+        []), ls),
+}
+
+
+def builtin_schemas() -> list[dict[str, Any]]:
+    """The OpenAI function-calling schemas of the built-ins."""
+    return [tool.spec.openai_schema() for tool in BUILTIN_TOOLS.values()]
+
+
+def run_builtin(ctx: BuiltinContext, name: str, raw_args: dict[str, Any] | None) -> ToolOutput:
+    """Validate the arguments (coerced, clamped) and run one built-in. Never raises."""
+    tool = BUILTIN_TOOLS.get(name)
+    if tool is None:
+        return ToolOutput(f"unknown tool '{name}'; the built-ins are {', '.join(BUILTIN_TOOLS)}", is_error=True)
+    try:
+        args, notes = validate_arguments(tool.spec, raw_args)
+    except ToolArgumentError as exc:
+        return ToolOutput(str(exc), is_error=True)
+    output = tool.run(ctx, args)
+    if notes:
+        output.text += f"\n\n[argument notes: {'; '.join(notes)}]"
+        output.details["argument_notes"] = notes
+    return output

@@ -1,0 +1,261 @@
+"""The sandbox the `bash` tool runs in (SPEC 5): a timeout after which the whole process group is
+killed, capped output, an environment stripped of secrets, resource limits, and no network.
+
+The network is cut with a network namespace where the host allows one. Which wrapper works is probed
+once per process, by running `true` under it; `airgap_level()` reports the result for run records:
+"netns" (no network) or "none" (best effort: the host allowed no namespace).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from searchbox.tools.paths import scratch_dir
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DRAIN_SECONDS = 0.5  # after the kill: how long to wait for the last output in the pipe
+POLL_SECONDS = 0.05
+_READ_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    default_timeout: float = 120.0  # seconds, when the model gives none
+    max_timeout: float = 600.0
+    cpu_seconds: int = 600  # per process; the wall-clock timeout is the main limit
+    address_space_bytes: int = 4 * 2**30
+    extra_processes: int = 256  # on top of what the user already runs (RLIMIT_NPROC counts them all)
+    file_size_bytes: int = 2**30  # also caps the spill file
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    exit_code: int | None  # None when timed out; 128+N when killed by signal N, as bash reports it
+    output: str  # stdout and stderr interleaved; only the last `output_cap_bytes` when longer
+    timed_out: bool
+    truncated_bytes: int  # bytes dropped from the start of `output` (all of them are in the spill file)
+    airgap: str  # "netns" or "none"
+    total_lines: int  # lines of the whole output, kept or not
+
+
+def airgap_level() -> str:
+    return _airgap()[0]
+
+
+def run_sandboxed(
+    command: str,
+    cwd: Path,
+    timeout: float,
+    *,
+    output_cap_bytes: int,
+    spill_path: Path | None = None,
+    config: SandboxConfig = SandboxConfig(),
+) -> SandboxResult:
+    """Run `bash -c command` in `cwd`; with `spill_path`, the whole output is written there as it streams."""
+    level, wrapper = _airgap()
+    cwd = cwd.resolve()
+    with _Capture(output_cap_bytes, spill_path, config.file_size_bytes) as capture:
+        process = subprocess.Popen(
+            [*wrapper, "bash", "-c", command],
+            cwd=cwd,
+            env=sandbox_env(cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so the whole group can be killed
+            preexec_fn=_limiter(config, _user_tasks() + config.extra_processes),
+        )
+        assert process.stdout is not None
+        fd = process.stdout.fileno()
+        try:
+            timed_out = _pump(process, fd, capture, time.monotonic() + timeout)
+        finally:
+            # Also when bash finished: background children must not outlive the call.
+            _kill_group(process.pid)
+            _drain(fd, capture)
+            process.stdout.close()
+            returncode = process.wait()
+    exit_code = None if timed_out else (128 - returncode if returncode < 0 else returncode)
+    return SandboxResult(exit_code, capture.text(), timed_out, capture.dropped, level, capture.lines())
+
+
+def sandbox_env(work_dir: Path) -> dict[str, str]:
+    """An allowlist, not a blocklist: no API key or token of the parent can leak into a command."""
+    venv_bin = os.path.dirname(sys.executable)  # so that `python` and `rg` are the app's own
+    return {
+        "PATH": f"{venv_bin}:{SYSTEM_PATH}",
+        "HOME": str(work_dir),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "TMPDIR": str(scratch_dir(work_dir, "tmp")),
+    }
+
+
+@functools.cache
+def _airgap() -> tuple[str, tuple[str, ...]]:
+    for wrapper in _wrappers():
+        if _works(wrapper):
+            return "netns", wrapper
+    return "none", ()
+
+
+def _wrappers() -> list[tuple[str, ...]]:
+    """Candidates, strongest first. A pid namespace as well, where allowed: when its first process
+    dies the kernel kills every process in it, even one that escaped the group with setsid."""
+    candidates: list[tuple[str, ...]] = []
+    unshare = shutil.which("unshare")
+    if unshare:
+        if os.geteuid() == 0:  # --map-root-user for a container that withholds CAP_SYS_ADMIN from root
+            users: list[tuple[str, ...]] = [(), ("--map-root-user",)]
+        else:
+            # An unmapped user namespace: the command keeps no capabilities, so file permissions (the
+            # read-only dataroom) still hold. --map-root-user would let it write there.
+            users = [("--user",)]
+        for user in users:
+            candidates.append((unshare, "--net", "--pid", "--fork", "--kill-child", *user))
+            candidates.append((unshare, "--net", *user))
+    bwrap = shutil.which("bwrap")
+    if bwrap:
+        candidates.append((bwrap, "--dev-bind", "/", "/", "--unshare-net", "--unshare-pid", "--die-with-parent", "--"))
+    return candidates
+
+
+def _works(wrapper: tuple[str, ...]) -> bool:
+    try:
+        probe = subprocess.run([*wrapper, "true"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def _limiter(config: SandboxConfig, processes: int) -> Callable[[], None]:
+    limits = (
+        (resource.RLIMIT_CPU, config.cpu_seconds),
+        (resource.RLIMIT_AS, config.address_space_bytes),
+        (resource.RLIMIT_NPROC, processes),  # not enforced for root; set anyway
+        (resource.RLIMIT_FSIZE, config.file_size_bytes),
+        (resource.RLIMIT_CORE, 0),
+    )
+
+    def apply() -> None:  # runs in the child between fork and exec: only setrlimit calls, no locks
+        for kind, value in limits:
+            hard = resource.getrlimit(kind)[1]
+            capped = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(kind, (capped, capped))
+
+    return apply
+
+
+def _user_tasks() -> int:
+    """Processes and threads this user runs now: RLIMIT_NPROC counts them all, so a fixed limit
+    would refuse every fork on a busy desktop."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:  # the process ended meanwhile
+                continue
+    return count
+
+
+def _pump(process: subprocess.Popen, fd: int, capture: _Capture, deadline: float) -> bool:
+    """Stream output until bash exits; True when the deadline came first."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while process.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            if selector.select(min(left, POLL_SECONDS)) and not capture.read(fd):
+                try:  # end of output; bash may still be running with its stdout closed
+                    process.wait(max(deadline - time.monotonic(), 0))
+                except subprocess.TimeoutExpired:
+                    return True
+    return False
+
+
+def _drain(fd: int, capture: _Capture) -> None:
+    """Read what is left in the pipe. Bounded: a process that escaped the kill may hold it open."""
+    end = time.monotonic() + DRAIN_SECONDS
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while (left := end - time.monotonic()) > 0 and selector.select(left) and capture.read(fd):
+            pass
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is already gone
+        pass
+
+
+class _Capture:
+    """Keeps the last `cap` bytes of the output in memory, and all of it (up to `spill_limit`)
+    in the spill file."""
+
+    def __init__(self, cap: int, spill_path: Path | None, spill_limit: int) -> None:
+        self.cap = cap
+        self.spill_path = spill_path
+        self.spill_limit = spill_limit
+        self.spill: BinaryIO | None = None
+        self.tail = bytearray()
+        self.total = 0
+        self.newlines = 0
+        self.ends_with_newline = False
+
+    def __enter__(self) -> _Capture:
+        if self.spill_path is not None:
+            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+            self.spill = self.spill_path.open("wb")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.spill is not None:
+            self.spill.close()
+
+    def read(self, fd: int) -> bool:
+        """Read one chunk; False at the end of the output."""
+        chunk = os.read(fd, _READ_BYTES)
+        if not chunk:
+            return False
+        if self.spill is not None and self.total < self.spill_limit:
+            self.spill.write(chunk[: self.spill_limit - self.total])
+        self.total += len(chunk)
+        self.newlines += chunk.count(b"\n")
+        self.ends_with_newline = chunk.endswith(b"\n")
+        self.tail += chunk
+        if len(self.tail) > self.cap:
+            del self.tail[: len(self.tail) - self.cap]
+        return True
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self.tail)
+
+    def lines(self) -> int:
+        return self.newlines + (1 if self.total and not self.ends_with_newline else 0)
+
+    def text(self) -> str:
+        data = bytes(self.tail)
+        if self.dropped:  # the cut may have split a character: drop its continuation bytes
+            skip = 0
+            while skip < min(3, len(data)) and 0x80 <= data[skip] < 0xC0:
+                skip += 1
+            data = data[skip:]
+        return data.decode("utf-8", "replace")

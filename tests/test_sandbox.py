@@ -1,0 +1,168 @@
+"""The bash sandbox with real processes: timeouts kill the whole group, output is capped and spilled,
+secrets stay out, the network is cut where the host allows it, and resource limits bite."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from searchbox.tools.bash_programs import programs_in
+from searchbox.tools.builtins import BuiltinContext, run_builtin
+from searchbox.tools.sandbox import SandboxConfig, airgap_level, run_sandboxed
+from searchbox.tools.sources import SourceLedger
+
+CAP = 100 * 1024
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    (work / "dataroom").mkdir(parents=True)
+    return work
+
+
+def run(command: str, work: Path, timeout: float = 10, **kwargs: object):
+    return run_sandboxed(command, work, timeout, output_cap_bytes=CAP, **kwargs)
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            if marker in cmdline and "State:\tZ" not in status:
+                found.append(int(entry.name))
+    return found
+
+
+def test_output_and_exit_code(work: Path) -> None:
+    result = run("echo out; echo err >&2; exit 7", work)
+    assert (result.exit_code, result.timed_out, result.truncated_bytes) == (7, False, 0)
+    assert result.output.splitlines() == ["out", "err"] and result.total_lines == 2
+    assert result.airgap == airgap_level() in ("netns", "none")
+
+
+def test_long_output_keeps_the_tail_and_spills_everything(work: Path) -> None:
+    spill = work / ".searchbox" / "spill.log"
+    result = run("yes 'some text' | head -n 500000", work, spill_path=spill)  # 5 MB
+    assert result.exit_code == 0 and result.total_lines == 500_000
+    assert len(result.output.encode()) <= CAP and result.output.endswith("some text\n")
+    assert result.truncated_bytes == 500_000 * 10 - CAP
+    assert spill.stat().st_size == 500_000 * 10
+
+
+def test_bash_tool_keeps_the_tail_and_names_the_spill_file(work: Path) -> None:
+    ctx = BuiltinContext(work, SourceLedger())
+    out = run_builtin(ctx, "bash", {"command": "seq 1 5000"})
+    lines = out.text.splitlines()
+    assert not out.is_error and lines[0] == "3001" and lines[-3] == "5000"
+    assert lines[-1] == "[Showing lines 3001-5000 of 5000. Full output: .searchbox/bash-1.log]"
+    assert (work / ".searchbox" / "bash-1.log").read_text() == "".join(f"{n}\n" for n in range(1, 5001))
+    assert out.details["spill_file"] == ".searchbox/bash-1.log" and out.details["programs"] == ["seq"]
+    short = run_builtin(ctx, "bash", {"command": "cd dataroom && pwd | grep -c work; false"})
+    assert short.is_error and short.text == "1\n\nCommand exited with code 1"
+    assert short.details["programs"] == ["cd", "pwd", "grep", "false"] and short.details["exit_code"] == 1
+    assert sorted(p.name for p in (work / ".searchbox").glob("*.log")) == ["bash-1.log"]  # no spill when short
+    assert run_builtin(ctx, "bash", {"command": "true"}).text == "(no output)"
+
+
+def test_timeout_kills_the_whole_group(work: Path) -> None:
+    marker = str(random.randrange(10**8, 10**9))
+    started = time.monotonic()
+    result = run(f"echo started; sleep {marker}1 & sleep {marker}2", work, timeout=1)
+    assert result.timed_out and result.exit_code is None and result.output == "started\n"
+    assert time.monotonic() - started < 3
+    time.sleep(0.2)
+    assert processes_with(marker) == []
+
+
+def test_background_children_do_not_outlive_the_command(work: Path) -> None:
+    marker = str(random.randrange(10**8, 10**9))
+    result = run(f"(sleep {marker} &) ; echo done", work)
+    assert result.exit_code == 0 and result.output == "done\n" and not result.timed_out
+    time.sleep(0.2)
+    assert processes_with(marker) == []
+
+
+def test_bash_tool_reports_a_timeout(work: Path) -> None:
+    out = run_builtin(BuiltinContext(work, SourceLedger()), "bash", {"command": "sleep 30", "timeout": 1})
+    assert out.is_error and out.text == "Command timed out after 1 seconds" and out.details["timed_out"]
+
+
+def test_environment_holds_no_secrets(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = {"JINA_API_KEY": "jina-secret-1", "HF_TOKEN": "hf-secret-2", "OPENAI_API_KEY": "sk-secret-3",
+               "MY_SERVICE_SECRET": "secret-4"}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    result = run("env; command -v rg python", work)
+    env = dict(line.split("=", 1) for line in result.output.splitlines() if "=" in line)
+    assert set(env) <= {"PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "PWD", "SHLVL", "_", "OLDPWD"}
+    assert not any(value in result.output for value in secrets.values())
+    assert env["HOME"] == str(work.resolve()) and env["TMPDIR"] == str(work.resolve() / ".searchbox" / "tmp")
+    assert env["PATH"].startswith(os.path.dirname(sys.executable) + ":")
+    assert f"{os.path.dirname(sys.executable)}/python" in result.output.splitlines()
+
+
+def test_no_network(work: Path) -> None:
+    if airgap_level() == "none":
+        pytest.skip("this host allows no network namespace (unshare and bwrap refused): airgap is best effort")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        reach = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)"
+        control = subprocess.run([sys.executable, "-c", reach], capture_output=True)
+        assert control.returncode == 0  # outside the sandbox the server is reachable
+        server.accept()[0].close()
+        assert run(f"python3 -c \"{reach}\"", work).exit_code != 0
+        assert run(f"exec 3<>/dev/tcp/127.0.0.1/{port}", work).exit_code != 0
+        server.settimeout(0.1)
+        with pytest.raises(TimeoutError):
+            server.accept()  # nothing from inside got through
+
+
+def test_file_size_limit_stops_a_huge_write(work: Path) -> None:
+    limit = 1024 * 1024
+    spill = work / ".searchbox" / "spill.log"
+    result = run("yes | head -c 3000000; head -c 5000000 /dev/zero > big.bin; echo status=$?", work,
+                 spill_path=spill, config=SandboxConfig(file_size_bytes=limit))
+    assert (work / "big.bin").stat().st_size == limit
+    assert "status=153" in result.output  # 128 + SIGXFSZ
+    assert spill.stat().st_size == limit  # the spill file obeys the same limit
+
+
+@pytest.mark.parametrize(
+    ("command", "programs"),
+    [
+        ("cat a.md | grep -i foo | head -5", ["cat", "grep", "head"]),
+        ('for f in *.md; do wc -l "$f"; done', ["wc"]),
+        ("python3 -c 'print(1)'", ["python3"]),
+        ("A=1 B=2 /usr/bin/grep x f", ["grep"]),
+        ("sudo -u bob env X=1 timeout 5 nohup python x.py", ["python"]),
+        ("find . -name '*.md' | xargs -I {} grep -l foo {}", ["find", "xargs", "grep"]),
+        ("find . -type f -exec grep -l x {} \\;", ["find", "grep"]),
+        ('echo "$(date) `whoami`" && ls $(pwd)', ["echo", "ls", "date", "whoami", "pwd"]),
+        ("tr '|' ',' < a > b 2>&1", ["tr"]),
+        ("cat <<'EOF' > out.py\nimport os\nEOF\npython3 out.py", ["cat", "python3"]),
+        ("echo $((1+2)); (( i++ )); (cd x && ls) || true", ["echo", "cd", "ls", "true"]),
+        ("diff <(sort a) <(sort b)", ["diff", "sort"]),
+        ("if [[ -f x ]]; then cat x; else echo no; fi", ["cat", "echo"]),
+        ("case $x in a|b) echo 1;; *) ls;; esac", ["echo", "ls"]),
+        ("ls # | grep x\nwc -l f", ["ls", "wc"]),
+        ("grep x a | grep y", ["grep"]),
+        ("echo 'unbalanced | grep", ["echo"]),
+        ("", []),
+    ],
+)
+def test_programs_in(command: str, programs: list[str]) -> None:
+    assert programs_in(command) == programs
