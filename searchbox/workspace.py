@@ -51,6 +51,11 @@ class Workspace:
             self._engine = RetrievalEngine.for_corpus(self.corpus, self.settings, seed_caches=[BUILTIN_VECTORS])
         return self._engine
 
+    @property
+    def loaded_engine(self) -> RetrievalEngine | None:
+        """The engine if a tool has used it, without building one."""
+        return self._engine
+
     def tool_context(self) -> ToolContext:
         return ToolContext(self.work_dir, self.engine, self.ledger)
 

@@ -1,0 +1,241 @@
+"""The turn loop (SPEC 2.3).
+
+A turn is one user message followed by the agent working until it is idle (a response with no tool
+calls); a step is one LLM response plus the tools it called. With force-budget off the run stops
+after turn 1 (first_turn_done); on, it sends "Continue." until the budget is spent (budget_spent).
+After each turn, when ANSWER.md does not exist, the final non-thinking text is written to it.
+Everything the loop does leaves as events on the bus and lines in the session file.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from searchbox.agent.compaction import compact, needs_compaction
+from searchbox.agent.control import RunControl
+from searchbox.agent.events import EventBus
+from searchbox.agent.prompts import CONTINUE, system_prompt
+from searchbox.agent.session import Session
+from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
+from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
+from searchbox.records.files import read_jsonl
+from searchbox.settings import Settings
+from searchbox.tools.builtins import ToolOutput
+
+ANSWER_FILE = "ANSWER.md"
+_PREVIEW_CHARS = 400
+_REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered with a nudge instead
+
+
+class Toolbox(Protocol):
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolOutput: ...
+
+
+class _TurnOver(Exception):
+    """The current turn must end now (timeout, step limit); the run itself may go on."""
+
+
+class _RunOver(Exception):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class LoopState:
+    turn: int = 0
+    step: int = 0
+    tool_calls: int = 0
+
+
+class AgentLoop:
+    def __init__(self, job_dir: Path, settings: Settings, model: ChatModel, toolbox: Toolbox,
+                 bus: EventBus, control: RunControl | None = None) -> None:
+        self.job_dir = job_dir
+        self.work_dir = job_dir / "work"
+        self.settings = settings
+        self.model = model
+        self.toolbox = toolbox
+        self.bus = bus
+        self.control = control or RunControl()
+        self.session = Session.load(job_dir / "session.jsonl")
+        self.system = system_prompt()
+        self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")))
+        self.started = time.monotonic()
+        self._recent_calls: list[str] = []
+
+    # -- the run --------------------------------------------------------------------------
+
+    def run(self, question: str) -> str:
+        """Run (or resume) until a stop reason; returns it. Never raises for LLM or tool trouble."""
+        resumed = bool(self.session.messages)
+        self.bus.emit("run_start", resumed=resumed, turn=self.state.turn, model=self.model.model_id)
+        if not resumed:
+            self.session.append({"role": "user", "content": question})
+        elif self.session.messages[-1].get("role") == "assistant" and not self.session.messages[-1].get("tool_calls"):
+            # The last turn finished idle: resuming means the next turn.
+            self._send_continue_if_budget_left()
+        try:
+            reason = self._turns()
+        except _RunOver as over:
+            reason = over.reason
+            if over.detail:
+                self.bus.emit("notice", level="error", message=over.detail)
+        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in ("first_turn_done", "budget_spent"))
+        return reason
+
+    def _send_continue_if_budget_left(self) -> None:
+        if self.settings.force_budget and self.state.turn < self.settings.turn_budget:
+            self.session.append({"role": "user", "content": CONTINUE})
+
+    def _turns(self) -> str:
+        while True:
+            if self.state.turn >= self.settings.turn_budget:
+                return "budget_spent"
+            self.state.turn += 1
+            self.bus.turn, self.bus.step = self.state.turn, 0
+            self.bus.emit("turn_start", budget=self.settings.turn_budget)
+            turn_started = time.monotonic()
+            try:
+                self._steps(turn_started)
+            except _TurnOver as over:
+                self.bus.emit("notice", level="warning", message=str(over))
+            self._backstop_answer()
+            self.bus.emit("turn_end", tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
+                          compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3))
+            if not self.settings.force_budget:
+                return "first_turn_done"
+            if self.state.turn >= self.settings.turn_budget:
+                return "budget_spent"
+            self._check_stop()
+            self.session.append({"role": "user", "content": CONTINUE})
+
+    def _steps(self, turn_started: float) -> None:
+        for _ in range(self.settings.max_steps_per_turn):
+            self._check_stop()
+            if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
+                raise _TurnOver(f"turn {self.state.turn} passed TURN_TIMEOUT_SECONDS and was ended")
+            self.state.step += 1
+            self.bus.step = self.state.step
+            response = self._respond()
+            if not response.tool_calls:
+                return
+            for call in response.tool_calls:
+                self._check_stop()
+                self._run_tool(call)
+        raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
+
+    # -- one step -------------------------------------------------------------------------
+
+    def _respond(self) -> ChatResponse:
+        self.bus.emit("step_start")
+        self._maybe_compact()
+        started = time.monotonic()
+        try:
+            response = self._stream()
+        except ContextOverflow:
+            self.bus.emit("notice", level="warning", message="the endpoint reported a context overflow: compacting and retrying once")
+            self._compact(forced=True)
+            try:
+                response = self._stream()
+            except ContextOverflow as exc:
+                raise _RunOver("error_llm", f"context overflow even after compaction: {exc}") from exc
+        llm_ms = (time.monotonic() - started) * 1000
+        usage = response.usage.as_dict()
+        self.session.append(response.as_message(), usage=usage, reasoning=response.reasoning or None,
+                            timings=response.timings or None)
+        self.bus.emit("step_end", usage=usage, llm_ms=round(llm_ms, 1), timings=response.timings,
+                      tool_calls=[c.name for c in response.tool_calls], text=response.text,
+                      finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"])
+        return response
+
+    def _stream(self) -> ChatResponse:
+        messages = self.session.context(self.system)
+        try:
+            for event in self.model.stream(messages, self.toolbox.schemas() or None,
+                                           max_tokens=self.settings.max_output_tokens):
+                if self.control.requested:
+                    raise _RunOver(self.control.requested)
+                if event.kind in ("text", "reasoning", "retry"):
+                    self.bus.emit("delta", kind=event.kind, text=event.text)
+                elif event.kind == "done" and event.response is not None:
+                    return event.response
+        except (ContextOverflow, _RunOver):
+            raise
+        except LLMUnavailable as exc:
+            raise _RunOver("error_llm", str(exc)) from exc
+        except LLMError as exc:
+            raise _RunOver("error_llm", str(exc)) from exc
+        raise _RunOver("error_llm", "the model's stream ended without a response")
+
+    def _run_tool(self, call: ToolCall) -> None:
+        signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True) if call.arguments is not None else call.raw_arguments}"
+        self._recent_calls.append(signature)
+        repeats = 0  # identical calls in a row, this one included
+        for previous in reversed(self._recent_calls):
+            if previous != signature:
+                break
+            repeats += 1
+        self.state.tool_calls += 1
+        self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {}, raw_arguments=call.raw_arguments)
+        started = time.monotonic()
+        if repeats > _REPEAT_LIMIT:
+            output = ToolOutput(
+                text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
+                "the result is above. Try a different query or tool, or write the answer to ANSWER.md.",
+                is_error=True, details={"repeated": repeats},
+            )
+        else:
+            output = self.toolbox.call(call.name, call.arguments, call.parse_error)
+        duration_ms = (time.monotonic() - started) * 1000
+        self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text})
+        self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
+                      duration_ms=round(duration_ms, 1), is_error=output.is_error,
+                      preview=output.text[:_PREVIEW_CHARS], details=output.details)
+
+    # -- compaction, stopping, the answer ------------------------------------------------------
+
+    def _maybe_compact(self) -> None:
+        if self.session.usages:
+            last = self.session.usages[-1]
+            if needs_compaction(last.get("input", 0) + last.get("output", 0), self.settings):
+                self._compact(forced=False)
+
+    def _compact(self, forced: bool) -> None:
+        tokens_before = sum(self.session.usages[-1].get(k, 0) for k in ("input", "output")) if self.session.usages else 0
+        try:
+            result = compact(self.model, self.session, self.settings)
+        except LLMError as exc:
+            raise _RunOver("error_llm", f"compaction failed: {exc}") from exc
+        if result is None:
+            if forced:
+                raise _RunOver("error_llm", "the context overflowed and there was nothing left to compact")
+            return
+        summary, usage, first_kept = result
+        self.session.record_compaction(summary, first_kept, tokens_before, usage.as_dict())
+        self.bus.emit("compaction", tokens_before=tokens_before, first_kept=first_kept,
+                      compactions=self.session.compactions, summary_chars=len(summary))
+
+    def _check_stop(self) -> None:
+        if self.control.requested:
+            raise _RunOver(self.control.requested)
+        if time.monotonic() - self.started > self.settings.ceiling_seconds:
+            raise _RunOver("ceiling_seconds")
+
+    def _backstop_answer(self) -> None:
+        """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
+        answer = self.work_dir / ANSWER_FILE
+        if answer.exists():
+            return
+        for message in reversed(self.session.messages):
+            if message.get("role") == "assistant" and str(message.get("content") or "").strip():
+                answer.write_text(str(message["content"]).strip() + "\n", encoding="utf-8")
+                self.bus.emit("notice", level="info", message="ANSWER.md written from the model's final message")
+                return

@@ -1,0 +1,50 @@
+"""One run of a job, start or resume: the workspace, the tools, the records and the loop wired
+together. The CLI and the app both start runs through `run_job`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from searchbox.agent.control import RunControl
+from searchbox.agent.events import EventBus, Listener
+from searchbox.agent.loop import AgentLoop
+from searchbox.agent.toolbox import RunToolbox
+from searchbox.jobs.job import question_of
+from searchbox.llm.types import ChatModel
+from searchbox.records.recorder import RunRecorder
+from searchbox.settings import Settings
+from searchbox.tools.sandbox import airgap_level
+from searchbox.workspace import Workspace
+
+
+def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
+    engine = workspace.loaded_engine  # only what this run actually loaded
+    loads = {}
+    if engine is not None and engine.encoder.report is not None:
+        loads["embed"] = engine.encoder.report.as_dict()
+    if engine is not None and engine.rerank_report is not None:
+        loads["rerank"] = engine.rerank_report.as_dict()
+    return {
+        "model_id": model.model_id,
+        "tools_enabled": toolbox.names,
+        "backends": {
+            "llm": "openai" if settings.llama_url else "llamacpp",
+            "embed": {"backend": settings.embed_backend, "model": settings.embed_model},
+            "rerank": {"backend": settings.rerank_backend, "model": settings.rerank_model},
+            "loaded": loads,
+        },
+        "airgap": airgap_level(),
+    }
+
+
+def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list[Listener] | None = None,
+            control: RunControl | None = None) -> str:
+    """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session."""
+    workspace = Workspace.open(job_dir, settings)
+    toolbox = RunToolbox(workspace, settings)
+    recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
+                           workspace.ledger.ids, workspace.save_ledger)
+    bus = EventBus(job_dir / "events.jsonl", [recorder, *(listeners or [])])
+    loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
+    return loop.run(question_of(job_dir))

@@ -1,0 +1,51 @@
+"""The tools one run gets: the seven built-ins plus the catalog tools SEARCHBOX_TOOLS enables,
+behind one `call`. Unknown tools and unusable arguments come back as error results the model can
+act on; nothing a model sends can crash the run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from searchbox.settings import Settings
+from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, builtin_schemas, run_builtin
+from searchbox.tools.catalog import enabled_tools
+from searchbox.tools.retrieval_tools import run_catalog_tool
+from searchbox.tools.sandbox import SandboxConfig
+from searchbox.tools.truncate import truncate_head
+from searchbox.workspace import Workspace
+
+
+class RunToolbox:
+    def __init__(self, workspace: Workspace, settings: Settings) -> None:
+        self.workspace = workspace
+        self.catalog = enabled_tools(settings.searchbox_tools)
+        sandbox = SandboxConfig(default_timeout=settings.bash_timeout_seconds,
+                                max_timeout=min(600, 10 * settings.bash_timeout_seconds))
+        self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox)
+        self._schemas = builtin_schemas() + [tool.openai_schema() for tool in self.catalog]
+
+    @property
+    def names(self) -> list[str]:
+        return [*BUILTIN_TOOLS, *(tool.name for tool in self.catalog)]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._schemas
+
+    def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolOutput:
+        if parse_error:
+            return ToolOutput(f"The arguments of {name} could not be parsed ({parse_error}). "
+                              "Call the tool again with a valid JSON object.", is_error=True, details={"parse_error": parse_error})
+        if name in BUILTIN_TOOLS:
+            return run_builtin(self.builtin_context, name, arguments)
+        if name in {tool.name for tool in self.catalog}:
+            return self._catalog(name, arguments)
+        return ToolOutput(f"There is no tool named '{name}'. Available tools: {', '.join(self.names)}.",
+                          is_error=True, details={"unknown_tool": name})
+
+    def _catalog(self, name: str, arguments: dict[str, Any] | None) -> ToolOutput:
+        result = run_catalog_tool(self.workspace.tool_context(), name, arguments)
+        cut = truncate_head(json.dumps(result, indent=1, ensure_ascii=False))
+        text = cut.text + ("\n[output cut to the tool output limit; ask for fewer results]" if cut.truncated else "")
+        sources = [row["id"] for row in result.get("results", []) if isinstance(row, dict) and "id" in row]
+        return ToolOutput(text, is_error="error" in result, details={"sources": sources, "truncated": cut.truncated})

@@ -1,0 +1,54 @@
+"""A job folder (SPEC 2.2): the dataroom installed read-only under work/, the inputs beside it.
+
+<job>/work/dataroom/  input.zip  query.txt  config.json  (the run adds session.jsonl, events.jsonl,
+turns.jsonl, sources.json, run_meta.json, timing.json, snapshots/)
+"""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+from searchbox.dataroom.unpack import DataroomError
+from searchbox.records.files import read_json, write_json
+from searchbox.settings import Settings
+from searchbox.workspace import Workspace
+
+
+def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -> Workspace:
+    """Lay out a new job. A refused dataroom raises DataroomError after recording error_dataroom."""
+    if not question.strip():
+        raise ValueError("the question is empty")
+    job_dir.mkdir(parents=True, exist_ok=True)
+    if any(job_dir.iterdir()):
+        raise FileExistsError(f"{job_dir} is not empty; choose a new folder for the run")
+    (job_dir / "query.txt").write_text(question.strip() + "\n", encoding="utf-8")
+    write_json(job_dir / "config.json", settings.as_config())
+    try:
+        workspace = Workspace.create(job_dir, source, settings)
+    except DataroomError as exc:
+        write_json(job_dir / "run_meta.json", {"stop_reason": "error_dataroom", "done": False, "error": str(exc),
+                                               "turns": 0, "config": settings.as_config()})
+        raise
+    _keep_input(source, job_dir / "input.zip")
+    return workspace
+
+
+def _keep_input(source: Path, target: Path) -> None:
+    if source.is_file():
+        shutil.copyfile(source, target)
+        return
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                archive.write(path, path.relative_to(source).as_posix())
+
+
+def question_of(job_dir: Path) -> str:
+    return (job_dir / "query.txt").read_text(encoding="utf-8").strip()
+
+
+def stop_reason_of(job_dir: Path) -> str | None:
+    meta = read_json(job_dir / "run_meta.json", {}) or {}
+    return meta.get("stop_reason")
