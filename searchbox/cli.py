@@ -1,4 +1,4 @@
-"""Command line: python -m searchbox tool | ingest | precompute | knobs.
+"""Command line: python -m searchbox run | tool | ingest | precompute | knobs.
 
 Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
 refused; a tool that fails prints its error result and exits with status 1.
@@ -46,6 +46,44 @@ def _workspace(args: argparse.Namespace) -> Iterator[Workspace]:
         return
     with tempfile.TemporaryDirectory(prefix="searchbox-") as tmp:
         yield Workspace.create(Path(tmp), source, settings)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """A one-shot run: the question over the dataroom, records and ANSWER.md in --out."""
+    import time
+
+    from searchbox.agent.run import run_job
+    from searchbox.jobs.job import create_job
+    from searchbox.llm.connect import connect
+    from searchbox.progress import ProgressPrinter
+    from searchbox.records.files import read_json
+
+    overrides = _parse_overrides(args.set)
+    overrides["turn_budget"] = args.budget if args.budget is not None else overrides.get("turn_budget")
+    if args.force_budget:
+        overrides["force_budget"] = True
+    settings = Settings.resolve(**overrides)
+    job_dir = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
+    create_job(job_dir, args.question, source, settings)
+    print(f"job folder: {job_dir}")
+    printer = ProgressPrinter(stream_text=args.stream)
+    model = connect(settings, on_note=lambda note: print(f"note: {note}"))
+    try:
+        reason = run_job(job_dir, settings, model, [printer])
+    finally:
+        model.close()
+    meta = read_json(job_dir / "run_meta.json", {})
+    answer = job_dir / "work" / "ANSWER.md"
+    tokens = meta.get("tokens", {})
+    tools = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("tool_counts", {}).items())) or "none"
+    citations = meta.get("citations", {})
+    print(f"\nstop reason: {reason}; turns {meta.get('turns')}/{settings.turn_budget}; "
+          f"tokens {tokens.get('input', 0):,} in / {tokens.get('output', 0):,} out; tool calls: {tools}")
+    print(f"citations: {citations.get('valid', 0)} valid, {citations.get('invalid', 0)} invalid")
+    if answer.exists():
+        print(f"answer ({answer}):\n{answer.read_text(encoding='utf-8')[:2000]}")
+    return 0 if meta.get("done") else 1
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
@@ -116,6 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for this run")
         return p
 
+    run = sub.add_parser("run", help="answer a question over a dataroom with the agent")
+    run.add_argument("question")
+    run.add_argument("--dataroom", help="a .zip or a folder (default: the built-in dataroom)")
+    run.add_argument("--budget", type=int, help="turn budget (TURN_BUDGET)")
+    run.add_argument("--force-budget", action="store_true", help="spend the whole budget (FORCE_BUDGET)")
+    run.add_argument("--out", help="the job folder to create (default: runs/<timestamp>)")
+    run.add_argument("--stream", action="store_true", help="print the model's text as it streams")
+    run.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for this run")
+    run.set_defaults(func=cmd_run)
+
     tool = dataroom_command("tool", "run one catalog tool and print its JSON result")
     tool.add_argument("name")
     tool.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
@@ -139,6 +187,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DataroomError, SettingsError, ModelLoadError) as exc:
+    except (DataroomError, SettingsError, ModelLoadError, FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

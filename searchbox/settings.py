@@ -47,8 +47,10 @@ class Settings:
     llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
     model_id: str = knob("", "model id sent to LLAMA_URL")
     llm_gguf: str = knob(
-        "unsloth/Qwen3.6-35B-A3B-GGUF:Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf",
-        "GGUF for the built-in runtime: a local path or repo_id:filename fetched with huggingface-hub",
+        "auto",
+        "GGUF for the built-in runtime: auto (the largest preset this machine holds; the production "
+        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big GPU), a preset name, a local path, "
+        "repo_id:filename fetched with huggingface-hub, or packaged:gemma3-270m",
     )
     context_window: int = knob(131072, "context size in tokens")
     max_output_tokens: int = knob(8192, "output cap per LLM response, in tokens")
@@ -80,6 +82,9 @@ class Settings:
     turn_timeout_seconds: int = knob(900, "a turn running longer than this is aborted (the run goes on to the next turn)")
     ceiling_seconds: int = knob(3600, "wall-clock ceiling of a whole run (stop reason ceiling_seconds)")
     max_steps_per_turn: int = knob(40, "LLM responses per turn before the turn is ended")
+    force_tool_steps: int = knob(
+        0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching"
+    )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     chunk_size: int = knob(1400, "retrieval chunk size in characters")
     chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
@@ -131,6 +136,8 @@ class Settings:
         for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.upper()} must be at least 1")
+        if self.force_tool_steps < 0:
+            raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")
         if self.dense_prefilter < 0:
             raise SettingsError("DENSE_PREFILTER must be 0 (off) or a positive number of candidates")
 

@@ -279,3 +279,19 @@ def test_events_stream_to_listeners_while_the_run_goes(job, tmp_path: Path) -> N
         run_job(job_dir, settings, OpenAIClient(endpoint.url, "scripted"), [listen])
     assert seen[0] == "run_start" and "delta" in seen and seen[-1] == "stop"
     assert seen.index("turn_start") < seen.index("step_end") < seen.index("turn_end")
+
+
+def test_a_turn_cut_at_its_step_limit_still_ends_with_an_answer(job, tmp_path: Path) -> None:
+    from searchbox.agent.prompts import WRAP_UP
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if not body.get("tools"):
+            return Reply(text="Best answer so far: 31 March 2029.")
+        return Reply(tool_calls=[call("grep", pattern=f"lease{len(body['messages'])}")])
+
+    with ScriptedEndpoint(default=answer) as endpoint:
+        reason, job_dir = run(job, endpoint, tmp_path, max_steps_per_turn=2)
+        last = endpoint.requests[-1].body
+    assert reason == "first_turn_done" and len(endpoint.requests) == 3
+    assert "tools" not in last and last["messages"][-1] == {"role": "user", "content": WRAP_UP}
+    assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "Best answer so far: 31 March 2029."

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.agent.events import EventBus
-from searchbox.agent.prompts import CONTINUE, system_prompt
+from searchbox.agent.prompts import CONTINUE, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
-from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
+from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
@@ -107,6 +107,7 @@ class AgentLoop:
                 self._steps(turn_started)
             except _TurnOver as over:
                 self.bus.emit("notice", level="warning", message=str(over))
+                self._wrap_up()
             self._backstop_answer()
             self.bus.emit("turn_end", tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
                           compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3))
@@ -118,13 +119,13 @@ class AgentLoop:
             self.session.append({"role": "user", "content": CONTINUE})
 
     def _steps(self, turn_started: float) -> None:
-        for _ in range(self.settings.max_steps_per_turn):
+        for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
                 raise _TurnOver(f"turn {self.state.turn} passed TURN_TIMEOUT_SECONDS and was ended")
             self.state.step += 1
             self.bus.step = self.state.step
-            response = self._respond()
+            response = self._respond("required" if step_in_turn <= self.settings.force_tool_steps else "auto")
             if not response.tool_calls:
                 return
             for call in response.tool_calls:
@@ -132,19 +133,27 @@ class AgentLoop:
                 self._run_tool(call)
         raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
 
+    def _wrap_up(self) -> None:
+        """A turn cut short still ends with an answer: one more response, with no tools on offer."""
+        self._check_stop()
+        self.session.append({"role": "user", "content": WRAP_UP})
+        self.state.step += 1
+        self.bus.step = self.state.step
+        self._respond("none")
+
     # -- one step -------------------------------------------------------------------------
 
-    def _respond(self) -> ChatResponse:
+    def _respond(self, tool_choice: str) -> ChatResponse:
         self.bus.emit("step_start")
         self._maybe_compact()
         started = time.monotonic()
         try:
-            response = self._stream()
+            response = self._stream(tool_choice)
         except ContextOverflow:
             self.bus.emit("notice", level="warning", message="the endpoint reported a context overflow: compacting and retrying once")
             self._compact(forced=True)
             try:
-                response = self._stream()
+                response = self._stream(tool_choice)
             except ContextOverflow as exc:
                 raise _RunOver("error_llm", f"context overflow even after compaction: {exc}") from exc
         llm_ms = (time.monotonic() - started) * 1000
@@ -156,11 +165,12 @@ class AgentLoop:
                       finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"])
         return response
 
-    def _stream(self) -> ChatResponse:
+    def _stream(self, tool_choice: str) -> ChatResponse:
         messages = self.session.context(self.system)
+        tools = None if tool_choice == "none" else self.toolbox.schemas() or None
         try:
-            for event in self.model.stream(messages, self.toolbox.schemas() or None,
-                                           max_tokens=self.settings.max_output_tokens):
+            for event in self.model.stream(messages, tools, max_tokens=self.settings.max_output_tokens,
+                                           tool_choice=tool_choice if tools else "auto"):
                 if self.control.requested:
                     raise _RunOver(self.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):
@@ -169,10 +179,8 @@ class AgentLoop:
                     return event.response
         except (ContextOverflow, _RunOver):
             raise
-        except LLMUnavailable as exc:
-            raise _RunOver("error_llm", str(exc)) from exc
-        except LLMError as exc:
-            raise _RunOver("error_llm", str(exc)) from exc
+        except Exception as exc:  # a backend's own bug must end the run cleanly, records kept
+            raise _RunOver("error_llm", f"{type(exc).__name__}: {exc}"[:2000]) from exc
         raise _RunOver("error_llm", "the model's stream ended without a response")
 
     def _run_tool(self, call: ToolCall) -> None:

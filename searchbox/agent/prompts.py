@@ -20,6 +20,9 @@ actually used by their ids, e.g. "Revenue grew 17% [s3].". Never invent an id.
 
 CONTINUE = "Continue."
 
+# Sent when a turn hits its step limit or timeout, so that it still ends with an answer.
+WRAP_UP = "This turn has used all its steps. Using what you found so far, write your answer now, citing sources."
+
 COMPACTION_INSTRUCTIONS = """Summarize the conversation above so that the work can go on without it. \
 Use exactly these headings:
 ## Goal

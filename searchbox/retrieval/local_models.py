@@ -89,6 +89,13 @@ class StaticEmbedder:
         return normalize_rows(self.model.encode(texts, show_progress_bar=False))
 
 
+def _quiet_loading() -> None:
+    """No per-weight progress bars in the CLI's output or the app's logs."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+
+
 def load_local_embedder(settings: Settings) -> tuple[SentenceTransformerEmbedder | StaticEmbedder, LoadReport]:
     model_dir = resolve_model_dir(settings.embed_model)
     if is_static_model(model_dir):
@@ -101,6 +108,7 @@ def load_local_embedder(settings: Settings) -> tuple[SentenceTransformerEmbedder
         return StaticEmbedder(model, settings.embed_model), report
 
     device, notes = pick_device(settings.embed_device, settings.min_free_vram_mb)
+    _quiet_loading()
 
     def load(dev: str) -> Any:
         from sentence_transformers import SentenceTransformer
@@ -184,6 +192,7 @@ def load_local_reranker(settings: Settings) -> tuple[CrossEncoderReranker | List
     model_dir = resolve_model_dir(settings.rerank_model)
     device, notes = pick_device(settings.embed_device, settings.min_free_vram_mb)
     listwise = _is_listwise(model_dir)
+    _quiet_loading()
 
     def load(dev: str) -> Any:
         if listwise:

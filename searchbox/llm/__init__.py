@@ -1,0 +1,27 @@
+"""The chat interface and its backends: an OpenAI-compatible endpoint, or llama.cpp in-process.
+
+    model = connect(settings)            # LLAMA_URL -> OpenAIClient, else the llama.cpp runtime
+    for event in model.stream(messages, tools, max_tokens=2048):
+        ...                              # "text" / "reasoning" / "tool_call" / "retry" deltas
+    response = event.response            # the last event ("done") carries the ChatResponse
+"""
+
+from searchbox.llm.connect import connect
+from searchbox.llm.errors import ContextOverflow, GGUFUnavailable, LLMError, LLMUnavailable
+from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolCall, ToolChoice, Usage
+
+__all__ = [
+    "ChatModel",
+    "ChatResponse",
+    "ContextOverflow",
+    "GGUFUnavailable",
+    "LLMError",
+    "LLMUnavailable",
+    "Message",
+    "StreamEvent",
+    "Tool",
+    "ToolCall",
+    "ToolChoice",
+    "Usage",
+    "connect",
+]

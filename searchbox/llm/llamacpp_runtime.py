@@ -1,0 +1,283 @@
+"""The built-in runtime: a GGUF run in-process by llama-cpp-python, behind `ChatModel`.
+
+One instance per (GGUF, context size), shared by every caller (`load_llamacpp`); generation is
+serialized per instance because a llama.cpp context serves one sequence at a time. Generation
+blocks the calling thread: callers run it in a worker thread.
+
+Set up for speed where the build allows: every layer on the GPU when llama.cpp was built with one,
+flash attention, and a q8_0 KV cache (which needs flash attention); each falls back if the
+context cannot be created with it. The chat format is the GGUF's own template when it has one; a
+template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from searchbox.llm.assemble import ResponseBuilder
+from searchbox.llm.errors import ContextOverflow, LLMError
+from searchbox.llm import json_actions
+from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
+
+PLAIN_FORMAT = "chatml"
+
+_registry: dict[tuple[str, int], LlamaCppModel] = {}
+_registry_lock = threading.Lock()
+
+
+def load_llamacpp(gguf_path: str | Path, n_ctx: int) -> LlamaCppModel:
+    """The shared model for this GGUF and context size, loaded on first use."""
+    key = (str(Path(gguf_path).resolve()), n_ctx)
+    with _registry_lock:
+        model = _registry.get(key)
+        if model is None or model.closed:
+            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx)
+        return model
+
+
+class LlamaCppModel(ChatModel):
+    def __init__(self, gguf_path: str | Path, n_ctx: int, *, n_threads: int | None = None) -> None:
+        self.path = Path(gguf_path)
+        self.model_id = self.path.name
+        self.context_window = n_ctx
+        self._lock = threading.Lock()
+        self._llama, self.features = _construct(self.path, n_ctx, n_threads)
+        # A model with no template of its own has no tool-call format either: JSON actions instead.
+        self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
+        if self.json_actions:
+            self._llama.chat_format = PLAIN_FORMAT  # instead of llama-cpp-python's llama-2 guess
+        self.chat_format: str = self._llama.chat_format
+        self.features["chat_format"] = self.chat_format
+        self._starts_in_reasoning = _template_opens_think(self._llama)
+
+    @property
+    def closed(self) -> bool:
+        return self._llama is None
+
+    def stream(
+        self,
+        messages: list[Message],
+        tools: list[Tool] | None,
+        *,
+        max_tokens: int,
+        temperature: float = 0.6,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamEvent]:
+        import jinja2
+        import llama_cpp
+
+        with self._lock:
+            llama = self._llama
+            if llama is None:
+                raise LLMError(f"{self.model_id} was closed")
+            json_mode = self.json_actions and bool(tools)
+            kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+            if json_mode:
+                offered = _chosen(tools or [], tool_choice)
+                allow_answer = tool_choice == "auto"  # "required" or a named tool: a call it must be
+                kwargs.update(messages=json_actions.render_history(messages, offered),
+                              response_format={"type": "json_object",
+                                               "schema": json_actions.action_schema(offered, allow_answer)})
+            elif self.json_actions:  # no tools on offer, but the history may hold calls and results
+                kwargs["messages"] = json_actions.render_history(messages, [])
+            else:
+                kwargs["messages"] = self._prepare(messages)
+                if tools:
+                    kwargs.update(tools=tools, tool_choice=tool_choice)
+            builder = ResponseBuilder(tools, starts_in_reasoning=self._starts_in_reasoning)
+            llama.meter = _Meter()
+            llama_cpp.llama_perf_context_reset(llama.ctx)
+            started = time.monotonic()
+            try:
+                result = llama.create_chat_completion(stream=not json_mode, **kwargs)
+                if json_mode:
+                    choice = result["choices"][0]
+                else:
+                    for chunk in result:
+                        yield from builder.add_chunk(chunk)
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise ContextOverflow(f"{self.model_id}: {exc}") from exc
+                raise LLMError(f"{self.model_id}: {exc}") from exc
+            except jinja2.TemplateError as exc:
+                raise LLMError(f"{self.model_id}: the chat template cannot render these messages: {exc}") from exc
+            except RuntimeError as exc:
+                raise LLMError(f"{self.model_id}: llama.cpp failed: {exc}") from exc
+            ended = time.monotonic()
+            meter: _Meter = llama.meter
+            usage = Usage(input=meter.prompt_tokens, output=meter.sampled, cache_read=meter.reused)
+            timings = _timings(meter, llama_cpp.llama_perf_context(llama.ctx), started, ended)
+            if not json_mode:
+                yield from builder.finish(usage, timings)
+                return
+            text, calls = json_actions.parse_action(choice["message"].get("content") or "")
+            if text:
+                yield StreamEvent("text", text)
+            yield from (StreamEvent("tool_call", tool_call=call) for call in calls)
+            finish = "tool_calls" if calls else choice.get("finish_reason")
+            yield StreamEvent("done", response=ChatResponse(text, "", calls, usage, finish, timings))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+        with _registry_lock:
+            for key, model in list(_registry.items()):
+                if model is self:
+                    del _registry[key]
+
+    def _prepare(self, messages: list[Message]) -> list[Message]:
+        """Messages as the chat template can render them."""
+        prepared = []
+        for message in messages:
+            # Templates test `'tool_calls' in message` and read `message.content` strictly.
+            message = {k: v for k, v in message.items() if v is not None}
+            if not message.get("tool_calls"):
+                message.pop("tool_calls", None)
+            message.setdefault("content", "")
+            prepared.append(message)
+        return prepared
+
+
+def _chosen(tools: list[Tool], tool_choice: ToolChoice) -> list[Tool]:
+    """The tools a tool_choice leaves on offer (all of them for "auto" and "required")."""
+    if isinstance(tool_choice, dict):
+        name = tool_choice.get("function", {}).get("name")
+        return [t for t in tools if t["function"]["name"] == name] or tools
+    return tools
+
+
+@dataclass
+class _Meter:
+    """What llama-cpp-python's streaming API does not report: token counts and the first token's time."""
+
+    prompt_tokens: int = 0
+    reused: int = 0  # prompt tokens whose KV cache was kept from the previous call
+    sampled: int = 0
+    first_token_at: float | None = None
+
+
+@functools.cache
+def _metered_llama_class() -> type:
+    """A Llama whose generate() counts tokens into `self.meter` (built lazily: llama_cpp is heavy)."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    class MeteredLlama(Llama):  # type: ignore[misc]
+        meter = _Meter()
+
+        def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Iterator[int]:
+            tokens = list(tokens)
+            self.meter.prompt_tokens += len(tokens)
+            previous = self.input_ids[: self.n_tokens]
+            n = min(len(previous), len(tokens))
+            same = previous[:n] == np.asarray(tokens[:n], dtype=previous.dtype)
+            common = n if same.all() else int(np.argmin(same))
+            # llama-cpp-python keeps the longest common prefix, re-evaluating at least one token.
+            self.meter.reused += min(common, len(tokens) - 1) if common else 0
+            inner = super().generate(tokens, *args, **kwargs)
+            sent = None
+            while True:
+                try:
+                    token = inner.send(sent)
+                except StopIteration:
+                    return
+                self.meter.sampled += 1
+                if self.meter.first_token_at is None:
+                    self.meter.first_token_at = time.monotonic()
+                sent = yield token
+
+    return MeteredLlama
+
+
+def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict[str, Any]]:
+    """Load with the fastest settings this build accepts: q8_0 KV + flash attention, then less."""
+    import llama_cpp
+
+    if not path.is_file():
+        raise LLMError(f"no GGUF file at {path}")
+    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    base = {
+        "model_path": str(path),
+        "n_ctx": n_ctx,
+        "n_batch": min(2048, n_ctx),
+        "n_gpu_layers": -1 if gpu else 0,
+        # None keeps llama-cpp-python's default, half the logical CPUs: more threads than free cores
+        # make llama.cpp's spinning thread pool collapse (2 busy cores: 2 tokens/s with 2 threads, 28 with 1).
+        "n_threads": n_threads,
+        "verbose": False,
+    }
+    q8 = llama_cpp.GGML_TYPE_Q8_0
+    attempts = [
+        ({"flash_attn": True, "type_k": q8, "type_v": q8}, "q8_0"),
+        ({"flash_attn": True}, "f16"),
+        ({"flash_attn": False}, "f16"),
+    ]
+    errors = []
+    for extra, kv_cache in attempts:
+        try:
+            llama = _metered_llama_class()(**base, **extra)
+        except ValueError as exc:  # llama-cpp-python's "Failed to create llama_context"
+            if "load model" in str(exc):
+                raise LLMError(f"llama.cpp could not load {path.name}: {exc}") from exc
+            errors.append(f"{extra}: {exc}")
+            continue
+        features = {
+            "gpu_offload": gpu,
+            "flash_attn": extra["flash_attn"],
+            "kv_cache": kv_cache,
+            "n_threads": llama.context_params.n_threads,
+            "fallbacks": errors,
+        }
+        return llama, features
+    raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
+
+
+def _template_opens_think(llama: Any) -> bool:
+    """Whether the chat template ends its generation prompt with <think> (Qwen3.6 with thinking on)."""
+    template = llama.metadata.get("tokenizer.chat_template", "")
+    if "<think>" not in template:
+        return False
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    try:
+        formatter = Jinja2ChatFormatter(template, eos_token="", bos_token="")
+        prompt = formatter(messages=[{"role": "user", "content": "hi"}]).prompt
+    except Exception:  # a template this renderer cannot run: assume the model opens its own block
+        return False
+    return prompt.rstrip().endswith("<think>")
+
+
+def _timings(meter: _Meter, perf: Any, started: float, ended: float) -> dict[str, float]:
+    """Wall-clock prefill/decode split at the first sampled token, and llama.cpp's own counters.
+
+    Prefill speed counts only the prompt tokens evaluated (not those reused from the KV cache). The
+    wall figures include template rendering, tokenization and, when streaming, the time the caller
+    spends between tokens; llama.cpp's counters time only the model.
+    """
+    timings: dict[str, float] = {"wall_ms": (ended - started) * 1000}
+    if meter.first_token_at is not None:
+        prefill_s, decode_s = meter.first_token_at - started, ended - meter.first_token_at
+        timings.update(prefill_ms=prefill_s * 1000, decode_ms=decode_s * 1000, first_token_ms=prefill_s * 1000)
+        if prefill_s > 0:
+            timings["prefill_tokens_per_s"] = (meter.prompt_tokens - meter.reused) / prefill_s
+        if decode_s > 0 and meter.sampled > 1:
+            timings["decode_tokens_per_s"] = (meter.sampled - 1) / decode_s
+    timings.update(
+        llama_prefill_ms=perf.t_p_eval_ms,
+        llama_prefill_tokens=perf.n_p_eval,
+        llama_decode_ms=perf.t_eval_ms,
+        llama_decode_tokens=perf.n_eval,
+    )
+    if perf.t_p_eval_ms > 0:
+        timings["llama_prefill_tokens_per_s"] = perf.n_p_eval / perf.t_p_eval_ms * 1000
+    if perf.t_eval_ms > 0:
+        timings["llama_decode_tokens_per_s"] = perf.n_eval / perf.t_eval_ms * 1000
+    return timings

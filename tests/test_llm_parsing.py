@@ -1,0 +1,171 @@
+"""Tool calls and reasoning written in text, repaired JSON, and the live splitter."""
+
+from __future__ import annotations
+
+import pytest
+
+from searchbox.llm.jsonfix import loads_lenient
+from searchbox.llm.live_split import LiveSplitter
+from searchbox.llm.parsing import parse_arguments, parse_assistant_text, parse_tool_calls, split_reasoning
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
+            },
+        },
+    }
+]
+
+
+def test_json_tool_call_in_tags_is_parsed_and_removed_from_text() -> None:
+    text = 'Let me look.\n<tool_call>\n{"name": "grep", "arguments": {"pattern": "lease", "ignoreCase": true}}\n</tool_call>'
+    calls, rest = parse_tool_calls(text)
+    assert [(c.name, c.arguments, c.parse_error) for c in calls] == [("grep", {"pattern": "lease", "ignoreCase": True}, None)]
+    assert rest == "Let me look."
+    assert calls[0].id.startswith("call_")
+
+
+def test_several_calls_keep_their_order_across_forms() -> None:
+    text = (
+        '<tool_call>{"name": "ls", "arguments": {}}</tool_call>\n'
+        "<function=read><parameter=path>\ndataroom/a.md\n</parameter></function>\n"
+        '<tool_call>\n<function=grep>\n<parameter=pattern>\nrent\n</parameter>\n</function>\n</tool_call>'
+    )
+    calls, rest = parse_tool_calls(text)
+    assert [c.name for c in calls] == ["ls", "read", "grep"]
+    assert calls[1].arguments == {"path": "dataroom/a.md"}
+    assert calls[2].arguments == {"pattern": "rent"}
+    assert rest == ""
+
+
+def test_xml_values_are_typed_by_json_without_a_schema() -> None:
+    text = (
+        "<function=search_dataroom>\n<parameter=query>\nrevenue 2025\n</parameter>\n<parameter=k>\n5\n</parameter>\n"
+        '<parameter=paths>\n["a.md", "b.md"]\n</parameter>\n<parameter=exact>\nfalse\n</parameter>\n'
+        "<parameter=code>\nline 1\nline 2\n</parameter>\n</function>"
+    )
+    [call] = parse_tool_calls(text)[0]
+    assert call.arguments == {"query": "revenue 2025", "k": 5, "paths": ["a.md", "b.md"], "exact": False, "code": "line 1\nline 2"}
+    assert call.raw_arguments.startswith("{")
+
+
+def test_xml_values_follow_the_tool_schema() -> None:
+    text = "<function=read><parameter=path>\n2025\n</parameter><parameter=limit>\n40\n</parameter></function>"
+    [call] = parse_tool_calls(text, TOOLS)[0]
+    assert call.arguments == {"path": "2025", "limit": 40}  # a string parameter stays a string
+
+
+def test_unclosed_xml_call_at_the_end_of_the_message_still_parses() -> None:
+    [call] = parse_tool_calls("<function=read>\n<parameter=path>\nnotes.md")[0]
+    assert call.arguments == {"path": "notes.md"}
+
+
+def test_fenced_json_inside_tags_and_bare_fenced_calls() -> None:
+    calls, _ = parse_tool_calls('<tool_call>\n```json\n{"name": "ls", "arguments": {"path": "."}}\n```\n</tool_call>')
+    assert calls[0].arguments == {"path": "."}
+    calls, rest = parse_tool_calls('I will search.\n```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```')
+    assert [(c.name, c.arguments) for c in calls] == [("find", {"pattern": "*.md"})]
+    assert rest == "I will search."
+
+
+def test_a_fenced_block_that_is_not_a_call_stays_in_the_text() -> None:
+    text = 'Here is the data:\n```json\n{"revenue": 48.2}\n```'
+    calls, rest = parse_tool_calls(text)
+    assert calls == [] and rest == text
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ('{"path": "a.md", "limit": 10,}', {"path": "a.md", "limit": 10}),
+        ("{'path': 'a.md', 'ignoreCase': True, 'glob': None}", {"path": "a.md", "ignoreCase": True, "glob": None}),
+        ('{path: "a.md", limit: 3}', {"path": "a.md", "limit": 3}),
+        ('{"path": "a.md", "edits": [{"oldText": "x", "newText": "y"}', {"path": "a.md", "edits": [{"oldText": "x", "newText": "y"}]}),
+        ('{"pattern": "it\'s", "literal": true, "ok": False}', {"pattern": "it's", "literal": True, "ok": False}),
+        ('{"command": "ls -la\nwc -l x"}', {"command": "ls -la\nwc -l x"}),
+        ('{"q": "unterminated', {"q": "unterminated"}),
+        ('{"x": 1e3, "y": -2.5}', {"x": 1000.0, "y": -2.5}),
+        ('{"a": 1} trailing words', {"a": 1}),
+    ],
+)
+def test_broken_json_is_repaired(raw: str, expected: dict) -> None:
+    assert loads_lenient(raw) == expected
+
+
+def test_repaired_call_arguments_come_back_as_valid_json() -> None:
+    [call] = parse_tool_calls("<tool_call>{'name': 'read', 'arguments': {'path': 'a.md',}}</tool_call>")[0]
+    assert call.arguments == {"path": "a.md"} and call.parse_error is None
+    assert call.as_message_part()["function"]["arguments"] == '{"path": "a.md"}'
+
+
+def test_unrepairable_json_becomes_a_call_with_a_parse_error() -> None:
+    [call] = parse_tool_calls('<tool_call>{"name": "grep", "arguments": {"pattern": ::: }}</tool_call>')[0]
+    assert call.name == "grep"
+    assert call.arguments is None and call.parse_error
+    assert "pattern" in call.raw_arguments
+    assert call.as_message_part()["function"]["arguments"] == "{}"
+
+
+def test_unknown_tool_names_are_not_an_error_here() -> None:
+    [call] = parse_tool_calls('<tool_call>{"name": "launch_rockets", "arguments": {"n": 3}}</tool_call>', TOOLS)[0]
+    assert call.name == "launch_rockets" and call.parse_error is None
+
+
+def test_native_argument_strings() -> None:
+    assert parse_arguments('{"a": 1}') == ({"a": 1}, None)
+    assert parse_arguments("") == ({}, None)
+    assert parse_arguments('"{\\"a\\": 1}"') == ({"a": 1}, None)  # encoded twice
+    arguments, error = parse_arguments("[1, 2]")
+    assert arguments is None and "object" in error
+
+
+def test_think_blocks_are_kept_apart_from_the_answer() -> None:
+    assert split_reasoning("<think>\nplan it\n</think>\n\nThe answer.") == ("plan it", "The answer.")
+    assert split_reasoning("<think>still thinking when cut off") == ("still thinking when cut off", "")
+    # The chat template opened the block in the prompt: the model only closes it.
+    assert split_reasoning("weighing options</think>Answer [s1].") == ("weighing options", "Answer [s1].")
+    assert split_reasoning("truncated reasoning", starts_in_reasoning=True) == ("truncated reasoning", "")
+    assert split_reasoning("no reasoning at all") == ("", "no reasoning at all")
+
+
+def test_whole_message_parse() -> None:
+    parsed = parse_assistant_text(
+        '<think>I should read the lease.</think>Reading it now.\n<tool_call>{"name": "read", "arguments": {"path": "lease.txt"}}</tool_call>'
+    )
+    assert parsed.reasoning == "I should read the lease."
+    assert parsed.text == "Reading it now."
+    assert [c.name for c in parsed.tool_calls] == ["read"]
+
+
+def _live(deltas: list[str], **kwargs: bool) -> tuple[str, str]:
+    splitter = LiveSplitter(**kwargs)
+    pieces = [p for d in deltas for p in splitter.feed(d)] + splitter.flush()
+    return "".join(t for k, t in pieces if k == "text"), "".join(t for k, t in pieces if k == "reasoning")
+
+
+def test_live_splitter_never_shows_half_a_tag() -> None:
+    splitter = LiveSplitter()
+    assert splitter.feed("Looking <tool_") == [("text", "Looking ")]
+    assert splitter.feed('call>{"name": "ls"') == []
+    assert splitter.feed(', "arguments": {}}</tool_c') == []
+    assert splitter.feed("all> done") == [("text", " done")]
+
+
+def test_live_splitter_separates_reasoning_and_hides_markup_at_any_split() -> None:
+    message = "<think>plan</think>Answer <function=read><parameter=path>a</parameter></function> end <tool_call>{}</tool_call>!"
+    for size in (1, 2, 3, 5, 8, 13):
+        deltas = [message[i : i + size] for i in range(0, len(message), size)]
+        assert _live(deltas) == ("Answer  end !", "plan")
+
+
+def test_live_splitter_lets_a_lone_angle_bracket_through_at_the_end() -> None:
+    assert _live(["a < b", " and c <"]) == ("a < b and c <", "")
+
+
+def test_live_splitter_when_the_template_opened_the_think_block() -> None:
+    assert _live(["reasoning here</thi", "nk>answer"], starts_in_reasoning=True) == ("answer", "reasoning here")
