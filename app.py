@@ -7,16 +7,22 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from searchbox.ui.app import build_app  # noqa: E402
+from searchbox.settings import Settings  # noqa: E402
+from searchbox.ui.app import LAUNCH_OPTIONS, build_app  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="searchbox: agentic search over a dataroom")
-    parser.add_argument("--share", action="store_true", help="also serve through a public share link")
+    parser.add_argument("--share", action="store_true", default=os.environ.get("SEARCHBOX_SHARE") == "1",
+                        help="also serve through a public share link")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args()
-    build_app().queue().launch(server_name=args.host, server_port=args.port, share=args.share)
+    settings = Settings.resolve()
+    auth = tuple(settings.searchbox_auth.split(":", 1)) if ":" in settings.searchbox_auth else None
+    build_app(settings).queue(default_concurrency_limit=8).launch(
+        server_name=args.host, server_port=args.port, share=args.share, auth=auth, **LAUNCH_OPTIONS
+    )
 
 
 if __name__ == "__main__":

@@ -30,15 +30,25 @@ RETRIEVAL_PRESETS: dict[str, dict[str, Any]] = {
         "rerank_model": "jinaai/jina-reranker-v2-base-multilingual",
     },
     # Fast on a CPU host: a static (model2vec) embedder, no cross-encoder, dense search over a BM25
-    # prefilter once a scope is large.
+    # prefilter once a scope is large, fused with BM25 (static vectors alone miss needles in long
+    # chunks: see bench/retrieval.py).
     "cpu": {
         "embed_model": "minishlab/potion-retrieval-32M",
         "rerank_model": "none",
         "dense_prefilter": 1000,
+        "search_mode": "hybrid",
     },
     # Models that ship inside PyPI packages: work with no network at all.
     "packaged": {"embed_model": "packaged:minilm", "rerank_model": "none"},
     "packaged-static": {"embed_model": "packaged:static", "rerank_model": "none"},
+}
+
+
+# The effort selector: how much test-time compute a run may spend.
+EFFORT_PRESETS: dict[str, dict[str, Any]] = {
+    "Quick": {"turn_budget": 1, "force_budget": False},
+    "Balanced": {"turn_budget": 3, "force_budget": True},
+    "Thorough": {"turn_budget": 8, "force_budget": True},
 }
 
 
@@ -95,6 +105,9 @@ class Settings:
     searchbox_cache_dir: str = knob(
         "", "disk cache for embeddings, shared across jobs (default: ~/.cache/searchbox)"
     )
+    searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
+    searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")
+    searchbox_auth: str = knob("", "user:password that the app asks for (no login when empty)", secret=True)
     jina_api_key: str = knob("", "Jina API key for the api backends", secret=True)
     jina_api_url: str = knob("https://api.jina.ai/v1", "base URL of the Jina API")
 
@@ -152,6 +165,10 @@ class Settings:
     @property
     def cache_dir(self) -> str:
         return self.searchbox_cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "searchbox")
+
+    @property
+    def jobs_dir(self) -> str:
+        return self.searchbox_jobs_dir or os.path.join(self.cache_dir, "jobs")
 
 
 def knob_docs() -> list[dict[str, Any]]:

@@ -41,6 +41,10 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
 def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list[Listener] | None = None,
             control: RunControl | None = None) -> str:
     """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session."""
+    window = getattr(model, "context_window", None)
+    if window and window < settings.context_window:
+        # The runtime capped the window for this model: compaction and the records use the real one.
+        settings = settings.with_overrides(context_window=window)
     workspace = Workspace.open(job_dir, settings)
     toolbox = RunToolbox(workspace, settings)
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
@@ -48,3 +52,32 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     bus = EventBus(job_dir / "events.jsonl", [recorder, *(listeners or [])])
     loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
     return loop.run(question_of(job_dir))
+
+
+def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
+    """What the scheduler runs: boot (or reuse) the model, saying so on the run's event stream, then run.
+
+    The llama.cpp runtime keeps one loaded model per GGUF and context size, so later runs reuse it.
+    """
+    import time
+
+    from searchbox.llm.connect import connect
+
+    boot = EventBus(job_dir / "events.jsonl", listeners)
+    last_report = [0.0]
+
+    def progress(done: int, total: int | None) -> None:
+        if time.monotonic() - last_report[0] > 1.0 or (total and done >= total):
+            last_report[0] = time.monotonic()
+            share = f" ({100 * done / total:.0f}%)" if total else ""
+            boot.emit("notice", level="info", message=f"downloading the model: {done / 2**20:,.0f} MB{share}")
+
+    boot.emit("notice", level="info", message="connecting to the model")
+    started = time.monotonic()
+    model = connect(settings, on_note=lambda note: boot.emit("notice", level="warning", message=note), progress=progress)
+    boot.emit("notice", level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f}s")
+    try:
+        return run_job(job_dir, settings, model, listeners, control)
+    finally:
+        if settings.llama_url:  # an HTTP client is cheap to remake; a loaded llama.cpp model is kept
+            model.close()

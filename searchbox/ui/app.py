@@ -1,21 +1,42 @@
-"""The Gradio app. Today it holds the dataroom explorer; the live agent run joins it next."""
+"""The Gradio app: Search (ask and watch a run live), Jobs (queue, history, any run's dashboard),
+and the dataroom explorer. It renders what the core produces; runs go through the scheduler, the
+same code path as the CLI's runs."""
 
 from __future__ import annotations
+
+import secrets
 
 import gradio as gr
 
 from searchbox.settings import Settings
+from searchbox.ui.answer import CITATION_CSS, CITATION_JS
 from searchbox.ui.explorer import build_explorer
+from searchbox.ui.jobs_view import JobsView
+from searchbox.ui.run_view import RunView
+from searchbox.ui.services import Services
 
-INTRO = """# searchbox
-Agentic search over a private dataroom. Load a dataroom (a .zip of documents, or the built-in one),
-see which files were read, and run any retrieval tool of the catalog on it."""
+INTRO = """# 🔎 searchbox
+Ask a question about a dataroom (a .zip of documents, or the built-in one). A local LLM searches it
+with shell tools and retrieval tools, with no network, and writes a cited answer. Every tool call
+shows up as it happens."""
+
+# Launch options Gradio 6 takes in launch(), not in Blocks().
+LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS}
 
 
-def build_app(settings: Settings | None = None) -> gr.Blocks:
+def build_app(settings: Settings | None = None, services: Services | None = None) -> gr.Blocks:
     settings = settings or Settings.resolve()
+    services = services or Services.start(settings)
     with gr.Blocks(title="searchbox") as app:
+        owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
+        with gr.Tab("Search"):
+            RunView(services).build(owner)
+        with gr.Tab("Jobs"):
+            JobsView(services).build(owner)
         with gr.Tab("Dataroom explorer"):
             build_explorer(settings)
+        # A visitor's runs belong to an unguessable id kept in their browser.
+        app.load(lambda current: current or secrets.token_urlsafe(16), [owner], [owner], api_name=False)
+    app.services = services  # type: ignore[attr-defined]
     return app

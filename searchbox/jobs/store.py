@@ -1,0 +1,143 @@
+"""The job store: every job's folder (SPEC 2.2) plus a `job.json` with its scheduling state, so the
+queue and the history survive a restart (SPEC 3, Jobs).
+
+    <root>/<job_id>/job.json   state, owner, question, timestamps, knob overrides
+    <root>/<job_id>/...        the job folder create_job lays out
+
+A job is built in a hidden staging folder and renamed into place only once its job.json exists, so
+a refused dataroom or a crash mid-create never leaves a half-made job that listing would show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import secrets
+import shutil
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from searchbox.jobs.job import create_job
+from searchbox.records.files import read_json, write_json
+from searchbox.settings import Settings
+
+log = logging.getLogger(__name__)
+
+JobState = Literal["queued", "running", "paused", "held", "done", "failed", "cancelled"]
+STATES: frozenset[str] = frozenset(get_args(JobState))
+FINISHED: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+
+STATE_FILE = "job.json"
+_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")  # token_urlsafe output; also keeps ids from naming other paths
+# `max_output_tokens` is a knob, `hf_token` a secret: "token" counts only as a whole word.
+_SECRET_NAME = re.compile(r"api_?key|secret|password|(^|_)token($|_)", re.IGNORECASE)
+_SECRET_KNOBS = {f.name for f in dataclasses.fields(Settings) if f.metadata.get("secret")}
+
+
+@dataclass
+class JobRecord:
+    id: str
+    owner: str  # opaque: the browser session or user that submitted the job
+    question: str
+    state: JobState = "queued"
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    queued_at: float | None = None  # when it last joined the foreground FIFO (orders the queue)
+    last_active_at: float | None = None  # when it last ran (orders backfill: oldest idle first)
+    preempted_at: float | None = None  # set while paused by a foreground run (a stack: latest resumes first)
+    stop_reason: str | None = None
+    error: str | None = None  # why the run failed, when run_fn raised
+    overrides: dict[str, Any] = field(default_factory=dict)
+    foreground: bool = True  # False while it runs as a backfill
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+
+def public_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides without secrets: those come from the environment and are never written to a job."""
+    return {k: v for k, v in overrides.items() if k not in _SECRET_KNOBS and not _SECRET_NAME.search(k)}
+
+
+class JobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def job_dir(self, job_id: str) -> Path:
+        if not _ID.match(job_id):
+            raise ValueError(f"not a job id: {job_id!r}")
+        return self.root / job_id
+
+    def create(self, question: str, source: Path, overrides: dict[str, Any], owner: str,
+               base_settings: Settings) -> JobRecord:
+        """Lay out a new queued job. DataroomError, SettingsError, ValueError propagate; nothing is left."""
+        overrides = public_overrides(overrides)
+        settings = base_settings.with_overrides(**overrides)  # unknown or bad knobs fail before any file exists
+        job_id = secrets.token_urlsafe(16)
+        staging = self.root / f".staging-{job_id}"
+        try:
+            create_job(staging, question, source, settings)
+            now = time.time()
+            record = JobRecord(job_id, owner, question.strip(), created_at=now, updated_at=now, overrides=overrides)
+            write_json(staging / STATE_FILE, dataclasses.asdict(record))
+            os.rename(staging, self.job_dir(job_id))
+        except BaseException:
+            _remove_tree(staging)
+            raise
+        return record
+
+    def get(self, job_id: str) -> JobRecord | None:
+        if not _ID.match(job_id):
+            return None
+        return self._load(self.root / job_id)
+
+    def save(self, record: JobRecord) -> None:
+        record.updated_at = time.time()
+        write_json(self.job_dir(record.id) / STATE_FILE, dataclasses.asdict(record))
+
+    def settings_for(self, record: JobRecord, base: Settings) -> Settings:
+        return base.with_overrides(**record.overrides)
+
+    def list(self, owner: str | None = None) -> list[JobRecord]:
+        """Newest first; owner None lists everyone's jobs (an operator's view)."""
+        records = []
+        for path in self.root.iterdir():
+            if path.name.startswith(".") or not path.is_dir():
+                continue
+            record = self._load(path)
+            if record is not None and (owner is None or record.owner == owner):
+                records.append(record)
+        return sorted(records, key=lambda r: r.created_at, reverse=True)
+
+    def _load(self, job_dir: Path) -> JobRecord | None:
+        """The job's record; a missing or corrupt job.json is logged and skipped, never raised."""
+        data = read_json(job_dir / STATE_FILE)
+        if not job_dir.is_dir():
+            return None
+        try:
+            record = JobRecord(**data)
+            if (record.state not in STATES or record.id != job_dir.name
+                    or not isinstance(record.created_at, (int, float)) or not isinstance(record.overrides, dict)):
+                raise ValueError(f"state {record.state!r}, id {record.id!r}")
+        except (TypeError, ValueError) as exc:
+            log.warning("skipping job %s: its %s is missing or corrupt (%s)", job_dir.name, STATE_FILE, exc)
+            return None
+        return record
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a folder even when it holds a read-only dataroom."""
+    def make_writable(func: Any, target: str, _exc: Any) -> None:
+        os.chmod(os.path.dirname(target), stat.S_IRWXU)
+        os.chmod(target, stat.S_IRWXU)
+        func(target)
+
+    if path.exists():
+        shutil.rmtree(path, onerror=make_writable)

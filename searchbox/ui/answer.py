@@ -1,0 +1,123 @@
+"""The answer with clickable [sN] citations, and the sources panel they point to (SPEC 2.5).
+
+The ledger, not the prose, is the authority: a marker whose id is not in sources.json is flagged.
+Answers and documents are untrusted text, so everything they contain is HTML-escaped; only the
+markup built here is live. The answer stays Markdown (for a `gr.Markdown`) with its code as escaped
+HTML; the panel is HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+# Same grammar as records.citations: [s1], [s2, s5], [s3; s4].
+_GROUP = re.compile(r"\[(\s*s\d+\s*(?:[,;]\s*s\d+\s*)*)\]")
+_ID = re.compile(r"s\d+")
+# Fenced blocks (closed or running to the end) and one-line code spans. They become escaped
+# <pre>/<code> HTML: shown as written, never linked; and since every segment is escaped, safety does
+# not depend on this split agreeing with the Markdown renderer's.
+_CODE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<block>.*?)(?:^ {0,3}(?P=fence)[`~]*[ \t]*$|\Z)"
+                   r"|(?<![\\`])(?P<ticks>`+)(?P<span>[^`\n]|[^`\n][^\n]*?[^`\n])(?P=ticks)(?!`)", re.M | re.S)
+_BAD_LINK = re.compile(r"\]\(\s*(?:javascript|vbscript|data):", re.I)
+
+CITATION_JS = """() => {
+  if (window.__searchboxCitations) return;
+  window.__searchboxCitations = true;
+  // Delegated: the answer and the panel are re-rendered while the run streams.
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest ? event.target.closest("a.cite") : null;
+    if (!link) return;
+    const target = document.getElementById(link.getAttribute("href").slice(1));
+    if (!target) return;
+    event.preventDefault();
+    target.open = true;
+    target.scrollIntoView({behavior: "smooth", block: "center"});
+    target.classList.add("src-flash");
+    setTimeout(() => target.classList.remove("src-flash"), 1500);
+  });
+}"""
+
+CITATION_CSS = """
+a.cite { text-decoration: none; font-weight: 600; }
+.cite-missing { color: #c62828; text-decoration: line-through wavy; cursor: help; }
+.sources details.source { border-left: 3px solid transparent; padding: 2px 6px; margin: 2px 0; }
+.sources details.cited { border-left-color: #1e88e5; }
+.sources details.src-flash { background: rgba(30, 136, 229, 0.15); }
+.sources pre.src-preview { white-space: pre-wrap; max-height: 16em; overflow: auto; }
+.sources .src-missing { color: #c62828; }
+"""
+
+
+def render_answer(markdown: str, sources: list[dict[str, Any]]) -> str:
+    known = {str(s.get("id")) for s in sources}
+    out, last = [], 0
+    for code in _CODE.finditer(markdown):
+        out.append(_prose(markdown[last:code.start()], known))
+        if code.group("fence"):
+            out.append(f"<pre><code>{html.escape(code.group('block').removesuffix(chr(10)), quote=False)}</code></pre>")
+        else:
+            out.append(f"<code>{html.escape(code.group('span'), quote=False)}</code>")
+        last = code.end()
+    out.append(_prose(markdown[last:], known))
+    return "".join(out)
+
+
+def render_sources(sources: list[dict[str, Any]], cited: list[str]) -> str:
+    by_id = {str(s.get("id")): s for s in sources}
+    first = [by_id[i] for i in cited if i in by_id]
+    cited_set = set(cited)
+    rest = [s for s in sources if str(s.get("id")) not in cited_set]
+    missing = [i for i in cited if i not in by_id]
+    count = f"{len(sources)} source" + ("" if len(sources) == 1 else "s")
+    parts = [f'<div class="sources"><p class="src-count">{count}, {len(first)} cited</p>']
+    if missing:
+        parts.append(f'<p class="src-missing">⚠ Cited but not in the ledger: {_e(", ".join(missing))}</p>')
+    parts.extend(_source(s, cited=True) for s in first)
+    parts.extend(_source(s, cited=False) for s in rest)
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _prose(text: str, known: set[str]) -> str:
+    text = _BAD_LINK.sub("](#blocked:", html.escape(text, quote=False))
+    return _GROUP.sub(lambda group: _cite_group(group.group(1), known), text)
+
+
+def _cite_group(inner: str, known: set[str]) -> str:
+    ids = _ID.findall(inner)
+    if len(ids) == 1:
+        return _cite(ids[0], known, f"[{ids[0]}]")
+    return "[" + ", ".join(_cite(i, known, i) for i in ids) + "]"
+
+
+def _cite(source_id: str, known: set[str], text: str) -> str:
+    if source_id in known:
+        return f'<a class="cite" href="#src-{source_id}">{text}</a>'
+    return f'<span class="cite-missing" title="no such source">{text}</span>'
+
+
+def _source(source: dict[str, Any], cited: bool) -> str:
+    source_id = str(source.get("id"))
+    summary = [f"<b>{_e(source_id)}</b>"]
+    if cited:
+        summary.append('<span class="src-cited">✓ cited</span>')
+    summary.append(f"<code>{_e(source.get('path', ''))}</code>")
+    summary.append(f'<span class="src-loc">{_e(_locator(source))}</span>')
+    if source.get("label"):
+        summary.append(f'<span class="src-label">{_e(source["label"])}</span>')
+    classes = "source cited" if cited else "source"
+    return (f'<details id="src-{_e(source_id)}" class="{classes}"><summary>{" ".join(summary)}</summary>'
+            f'<pre class="src-preview">{_e(source.get("preview", ""))}</pre></details>')
+
+
+def _locator(source: dict[str, Any]) -> str:
+    if source.get("kind") == "chunk":
+        return f"chunk {source.get('chunk')}"
+    start, end = source.get("start"), source.get("end")
+    return f"line {start}" if start == end else f"lines {start}–{end}"
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)

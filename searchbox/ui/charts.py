@@ -1,0 +1,134 @@
+"""The dashboard's Plotly figures, each built from plain data (rows, counts, timings).
+
+Every function returns a titled, compact `go.Figure` and never raises on empty data: it shows
+"no data yet" instead, so the live view can draw before the first turn ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+HEIGHT = 280
+_TOOL_COLOR = "#1e88e5"
+_BASH_COLOR = "#fb8c00"
+
+
+def turn_deltas(turn_rows: list[dict[str, Any]]) -> list[dict[str, int]]:
+    """Per-turn token use from turns.jsonl's cumulative totals. Prompt tokens include those read
+    from the cache, so the uncached part is input - cacheRead; the three parts then sum to total."""
+    deltas, previous = [], {"input": 0, "output": 0, "cacheRead": 0}
+    for row in sorted(turn_rows, key=lambda r: r["turn"]):
+        tokens = row.get("tokens") or {}
+        step = {key: int(tokens.get(key, 0)) - previous[key] for key in previous}
+        deltas.append({"turn": int(row["turn"]), "input": step["input"] - step["cacheRead"],
+                       "cacheRead": step["cacheRead"], "output": step["output"]})
+        previous = {key: int(tokens.get(key, 0)) for key in previous}
+    return deltas
+
+
+def tokens_per_turn(turn_rows: list[dict[str, Any]]) -> go.Figure:
+    title = "Tokens per turn"
+    deltas = turn_deltas(turn_rows)
+    if not deltas:
+        return _empty(title)
+    turns = [d["turn"] for d in deltas]
+    figure = go.Figure([
+        go.Bar(name=label, x=turns, y=[d[key] for d in deltas], hovertemplate=f"turn %{{x}}<br>{label}: %{{y:,}}<extra></extra>")
+        for key, label in (("input", "input (uncached)"), ("cacheRead", "cache read"), ("output", "output"))
+    ])
+    figure.update_layout(barmode="stack")
+    figure.update_xaxes(title_text="turn", dtick=1)
+    figure.update_yaxes(title_text="tokens")
+    return _layout(figure, title)
+
+
+def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]) -> go.Figure:
+    """Calls per tool, with bash replaced by the programs its commands ran (a pipeline counts each)."""
+    title = "Tool calls (bash by program)"
+    bars = [(name, count, _TOOL_COLOR) for name, count in tool_counts.items() if name != "bash" and count]
+    if bash_programs:
+        bars += [(f"bash: {program}", count, _BASH_COLOR) for program, count in bash_programs.items() if count]
+    elif tool_counts.get("bash"):
+        bars.append(("bash", tool_counts["bash"], _BASH_COLOR))
+    if not bars:
+        return _empty(title)
+    bars.sort(key=lambda bar: (bar[1], bar[0]))  # largest at the top of a horizontal chart
+    figure = go.Figure(go.Bar(
+        x=[b[1] for b in bars], y=[b[0] for b in bars], orientation="h", marker_color=[b[2] for b in bars],
+        hovertemplate="%{y}: %{x}<extra></extra>"))
+    figure.update_xaxes(title_text="calls")
+    figure.update_yaxes(title_text=None, automargin=True)
+    height = max(HEIGHT, 60 + 24 * len(bars))  # keeps a label per bar readable
+    return _layout(figure, title, height)
+
+
+def wall_time_split(timing: dict[str, Any]) -> go.Figure:
+    """LLM, tools and the rest (retrieval loading, records, scheduling) out of the wall time."""
+    wall, llm, tools = (float(timing.get(key) or 0) for key in ("wall_ms", "llm_ms", "tool_ms"))
+    title = "Wall time"
+    if wall <= 0:
+        return _empty(title)
+    parts = {"LLM": llm, "tools": tools, "other": max(0.0, wall - llm - tools)}
+    figure = go.Figure(go.Pie(
+        labels=list(parts), values=[ms / 1000 for ms in parts.values()], hole=0.5, sort=False,
+        texttemplate="%{label}<br>%{percent}", hovertemplate="%{label}: %{value:.1f} s<extra></extra>"))
+    figure.update_layout(showlegend=False)
+    return _layout(figure, f"{title}: {wall / 1000:,.1f} s")
+
+
+def context_usage(points: list[dict[str, Any]], window: int | None, compactions: list[dict[str, Any]]) -> go.Figure:
+    """Context tokens at each step (`points`: step, turn, tokens) against the window; a compaction
+    (`step`, `tokens_before`) sits between the steps it came between."""
+    title = "Context window use"
+    if not points:
+        return _empty(title)
+    figure = go.Figure(go.Scatter(
+        x=[p["step"] for p in points], y=[p["tokens"] for p in points], mode="lines+markers", name="context",
+        customdata=[p.get("turn") for p in points], hovertemplate="step %{x} (turn %{customdata})<br>%{y:,} tokens<extra></extra>"))
+    if compactions:
+        figure.add_trace(go.Scatter(
+            x=[c["step"] for c in compactions], y=[c.get("tokens_before", 0) for c in compactions], mode="markers",
+            name="compaction", marker={"symbol": "x", "size": 11, "color": "#e53935"},
+            hovertemplate="compaction<br>%{y:,} tokens before<extra></extra>"))
+    if window:
+        figure.add_hline(y=window, line_dash="dash", line_color="#757575",
+                         annotation_text=f"window {window:,}", annotation_position="top left")
+        figure.update_yaxes(range=[0, window * 1.08])
+    figure.update_xaxes(title_text="step")
+    figure.update_yaxes(title_text="tokens")
+    return _layout(figure, title)
+
+
+def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None = None,
+                 prefill_tps: float | None = None) -> go.Figure:
+    """Turns done of the budget, with the decode and prefill speeds beside it."""
+    title = "Turn budget and speed"
+    if not budget:
+        return _empty(title)
+    figure = go.Figure(go.Indicator(
+        mode="gauge+number", value=turns_done, number={"suffix": f" / {budget}"}, title={"text": "turns"},
+        gauge={"axis": {"range": [0, budget]}, "bar": {"color": _TOOL_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
+    for row, (label, rate) in enumerate((("decode tok/s", decode_tps), ("prefill tok/s", prefill_tps))):
+        if rate is not None:
+            figure.add_trace(go.Indicator(
+                mode="number", value=rate, number={"valueformat": ",.1f"}, title={"text": label},
+                domain={"x": [0.62, 1], "y": [0.55, 1] if row == 0 else [0, 0.45]}))
+    return _layout(figure, title)
+
+
+def _layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
+    figure.update_layout(title={"text": title, "x": 0.02, "font": {"size": 15}}, height=height,
+                         margin={"l": 50, "r": 20, "t": 45, "b": 40},
+                         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1})
+    return figure
+
+
+def _empty(title: str) -> go.Figure:
+    figure = go.Figure()
+    figure.add_annotation(text="no data yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                          font={"size": 14, "color": "#9e9e9e"})
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    return _layout(figure, title)

@@ -1,0 +1,251 @@
+"""The activity feed: run events translated, one at a time, into chat messages for a `gr.Chatbot`.
+
+Pure and incremental: `add(event)` touches only the messages that event concerns, so a long run
+costs O(1) amortized per event; the app yields `messages` after each batch. Messages are plain
+dicts in Gradio's messages format (role, content, metadata with title/status/duration/log), so the
+translation is testable without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from searchbox.agent.events import Event
+from searchbox.agent.prompts import CONTINUE
+
+Message = dict[str, Any]
+
+_ICONS = {"bash": "💻", "read": "📄", "grep": "🔎", "find": "🗂️", "ls": "📁", "edit": "✏️", "write": "📝"}
+_TITLE_ARGS_CHARS = 80
+_PREVIEW_LINES = 15
+_PREVIEW_CHARS = 600
+_NOTICE_ICONS = {"warning": "⚠️", "error": "❌"}
+
+
+class Feed:
+    def __init__(self, question: str) -> None:
+        self._messages: list[Message] = [{"role": "user", "content": question}]
+        self._tools: dict[str, Message] = {}  # call_id -> its message; ids repeat across steps, the latest wins
+        self._streams: dict[str, tuple[Message, list[str]]] = {}  # "text"/"reasoning" of the current step
+        self._dirty: set[str] = set()
+        self._pending: dict[int, Message] = {}  # id(message) -> message still marked "pending"
+        self._turn: Message | None = None
+        self._turn_tools = 0
+
+    @property
+    def messages(self) -> list[Message]:
+        """The whole feed (the live list: read it, don't mutate it). Streamed text is joined here,
+        once per read, rather than once per delta."""
+        self._flush()
+        return self._messages
+
+    def add(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    # -- handlers ------------------------------------------------------------------------------
+
+    def _on_run_start(self, event: Event) -> None:
+        if event.data.get("resumed"):
+            done = event.data.get("turn", 0)
+            self._append("", title="⏯️ Resumed", status="done", log=f"after {_plural(done, 'turn')}" if done else None)
+
+    def _on_turn_start(self, event: Event) -> None:
+        budget = event.data.get("budget")
+        title = f"Turn {event.turn} / {budget}" if budget else f"Turn {event.turn}"
+        self._turn = self._append("", title=title, status="pending")
+        self._turn_tools = 0
+        if event.turn > 1:
+            self._messages.append({"role": "user", "content": CONTINUE})
+
+    def _on_step_start(self, event: Event) -> None:
+        self._close_streams()
+
+    def _on_delta(self, event: Event) -> None:
+        kind, text = event.data.get("kind"), event.data.get("text", "")
+        if kind == "retry":  # the stream broke and restarts: what it showed is void
+            for message, _ in self._streams.values():
+                self._remove(message)
+            self._streams.clear()
+            self._dirty.clear()
+            self._append("", title="↻ Stream restarted", status="done", log=_one_line(text, _TITLE_ARGS_CHARS) or None)
+            return
+        if kind not in ("text", "reasoning"):
+            return
+        if kind not in self._streams:
+            message = self._append("", title="Reasoning", status="pending") if kind == "reasoning" \
+                else self._append("")
+            self._streams[kind] = (message, [])
+        self._streams[kind][1].append(text)
+        self._dirty.add(kind)
+
+    def _on_step_end(self, event: Event) -> None:
+        self._flush()
+        seconds = round(event.data.get("llm_ms", 0) / 1000, 2)
+        if "reasoning" in self._streams:
+            self._done(self._streams["reasoning"][0], seconds)
+        # The response's text is the authority: deltas may have held markup the parser removed.
+        text = str(event.data.get("text") or "").strip()
+        streamed = self._streams.get("text")
+        if streamed and text:
+            streamed[0]["content"] = text
+        elif streamed:
+            self._remove(streamed[0])
+        elif text:  # a replay from events.jsonl has no deltas
+            self._append(text)
+        self._close_streams()
+
+    def _on_tool_start(self, event: Event) -> None:
+        name, arguments = event.data.get("name", "?"), event.data.get("arguments") or {}
+        self._tools[event.data.get("call_id", "")] = self._append(
+            _arguments_block(name, arguments, event.data.get("raw_arguments")),
+            title=_tool_title(name, arguments), status="pending")
+
+    def _on_tool_end(self, event: Event) -> None:
+        data = event.data
+        name, arguments = data.get("name", "?"), data.get("arguments") or {}
+        message = self._tools.pop(data.get("call_id", ""), None)
+        if message is None:  # a feed that joined mid-run, or a replay missing its start
+            message = self._append("", title="")
+        details = data.get("details") or {}
+        parts = [_arguments_block(name, arguments, data.get("raw_arguments"))]
+        log = None
+        if name == "bash" and "exit_code" in details:
+            programs = ", ".join(details.get("programs") or []) or "none"
+            status = "timed out" if details.get("timed_out") else f"exit code {details['exit_code']}"
+            parts.append(f"programs: {programs} · {status}")
+            log = "timed out" if details.get("timed_out") else f"exit {details['exit_code']}"
+        elif data.get("is_error"):
+            log = "error"
+        parts.append(_fenced(_clip(str(data.get("preview", "")))))
+        message["content"] = "\n\n".join(parts)
+        title = _tool_title(name, arguments)
+        message["metadata"]["title"] = f"⚠ {title}" if data.get("is_error") else title
+        if log:
+            message["metadata"]["log"] = log
+        self._done(message, round(data.get("duration_ms", 0) / 1000, 2))
+        self._turn_tools += 1
+
+    def _on_turn_end(self, event: Event) -> None:
+        if self._turn is not None:
+            self._turn["metadata"]["log"] = _plural(self._turn_tools, "tool call")
+            self._done(self._turn, event.data.get("seconds"))
+            self._turn = None
+
+    def _on_compaction(self, event: Event) -> None:
+        data = event.data
+        log = f"{data.get('tokens_before', 0):,} tokens before, summary of {data.get('summary_chars', 0):,} chars"
+        self._append("", title=f"🗜️ Context compacted (#{data.get('compactions', 1)})", status="done", log=log)
+
+    def _on_notice(self, event: Event) -> None:
+        level, message = event.data.get("level", "info"), str(event.data.get("message", ""))
+        if level in _NOTICE_ICONS:  # warnings and errors stay in plain sight
+            self._append(f"{_NOTICE_ICONS[level]} {message}")
+        else:
+            self._append("", title=f"ℹ️ {_one_line(message, 200)}", status="done")
+
+    def _on_stop(self, event: Event) -> None:
+        for message in list(self._pending.values()):  # a stop can cut a step or a turn short
+            self._done(message, None)
+        self._close_streams()
+        reason, turns = event.data.get("reason", "?"), event.data.get("turns", event.turn)
+        icon = "✅" if event.data.get("done") else "⏹️"
+        self._append(f"{icon} Stopped: {reason} after {_plural(turns, 'turn')}")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _append(self, content: str, title: str | None = None, status: str | None = None,
+                log: str | None = None) -> Message:
+        message: Message = {"role": "assistant", "content": content}
+        if title is not None:
+            metadata: dict[str, Any] = {"title": title}
+            if status:
+                metadata["status"] = status
+            if log:
+                metadata["log"] = log
+            message["metadata"] = metadata
+        if status == "pending":
+            self._pending[id(message)] = message
+        self._messages.append(message)
+        return message
+
+    def _done(self, message: Message, seconds: float | None) -> None:
+        self._pending.pop(id(message), None)
+        metadata = message.setdefault("metadata", {})
+        metadata["status"] = "done"
+        if seconds is not None:
+            metadata["duration"] = seconds
+
+    def _remove(self, message: Message) -> None:
+        """Removes a message of the current step; it sits near the end, so the scan is short."""
+        self._pending.pop(id(message), None)
+        for index in range(len(self._messages) - 1, -1, -1):
+            if self._messages[index] is message:
+                del self._messages[index]
+                return
+
+    def _flush(self) -> None:
+        for kind in self._dirty:
+            message, parts = self._streams[kind]
+            joined = "".join(parts)
+            parts[:] = [joined]
+            message["content"] = joined
+        self._dirty.clear()
+
+    def _close_streams(self) -> None:
+        self._flush()
+        self._streams.clear()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _icon(name: str) -> str:
+    return _ICONS.get(name, "🔍" if "search" in name else "🛠️")
+
+
+def _argument_summary(name: str, arguments: dict[str, Any]) -> str:
+    """bash shows its command; other tools their first argument bare and the rest as key=value."""
+    if name == "bash" and "command" in arguments:
+        return _one_line(str(arguments["command"]), _TITLE_ARGS_CHARS)
+    parts = []
+    for index, (key, value) in enumerate(arguments.items()):
+        shown = " | ".join(map(str, value)) if isinstance(value, list) else value if isinstance(value, str) \
+            else json.dumps(value, ensure_ascii=False)
+        parts.append(shown if index == 0 else f"{key}={shown}")
+    return _one_line(", ".join(parts), _TITLE_ARGS_CHARS)
+
+
+def _tool_title(name: str, arguments: dict[str, Any]) -> str:
+    summary = _argument_summary(name, arguments)
+    return f"{_icon(name)} {name}: {summary}" if summary else f"{_icon(name)} {name}"
+
+
+def _arguments_block(name: str, arguments: dict[str, Any], raw: str | None) -> str:
+    if name == "bash" and "command" in arguments:
+        return _fenced(str(arguments["command"]), "bash")
+    if not arguments and raw and raw.strip() not in ("", "{}"):  # arguments that did not parse
+        return _fenced(raw)
+    return _fenced(json.dumps(arguments, indent=1, ensure_ascii=False), "json")
+
+
+def _clip(text: str) -> str:
+    lines = text.rstrip("\n").split("\n")
+    clipped = "\n".join(lines[:_PREVIEW_LINES])[:_PREVIEW_CHARS]
+    return clipped if clipped == text.rstrip("\n") else clipped.rstrip() + "\n…"
+
+
+def _fenced(text: str, language: str = "") -> str:
+    """A code fence longer than any backtick run inside, so a result cannot close it early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"

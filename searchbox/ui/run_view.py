@@ -1,0 +1,263 @@
+"""The Ask panel and the live run view.
+
+The run handler is an async generator: it creates a job, hands it to the scheduler, and streams the
+job's events into the activity feed, the answer, the sources and the dashboard. Blocking work runs
+in threads so the event loop keeps serving other visitors. Closing the page does not stop the run:
+it lives on in the Jobs tab.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from searchbox.agent.events import Event
+from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.dataroom.unpack import DataroomError
+from searchbox.llm.presets import PRESETS
+from searchbox.records.citations import cited_ids
+from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
+from searchbox.tools.catalog import load_catalog
+from searchbox.ui.answer import render_answer, render_sources
+from searchbox.ui.dashboard import Dashboard
+from searchbox.ui.feed import Feed
+from searchbox.ui.services import Services
+
+FIGURES = ("tokens", "tools", "time", "context", "budget")
+ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
+_YIELD_EVERY_S = 0.4
+_FIGURES_EVERY_S = 1.5
+_STILL_GOING = {"queued", "running", "paused"}
+
+
+def example_questions(limit: int = 6) -> list[str]:
+    rows = [json.loads(line) for line in BUILTIN_QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_type: dict[str, str] = {}
+    for row in rows:  # one question of each type first: the examples show the range
+        by_type.setdefault(row["type"], row["question"])
+    picked = list(by_type.values()) + [r["question"] for r in rows if r["question"] not in by_type.values()]
+    return picked[:limit]
+
+
+def read_answer(job_dir: Path) -> tuple[str, str]:
+    """(answer HTML, sources HTML) from the job's files."""
+    answer_path = job_dir / "work" / "ANSWER.md"
+    sources_path = job_dir / "sources.json"
+    markdown = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.exists() else ""
+    try:
+        sources = json.loads(sources_path.read_text()) if sources_path.exists() else []
+    except json.JSONDecodeError:
+        sources = []
+    if not markdown:
+        return "*No answer yet.*", render_sources(sources, [])
+    return render_answer(markdown, sources), render_sources(sources, cited_ids(markdown))
+
+
+def run_overrides(budget: float, force: bool, high: list[str], low: list[str], llm: str, endpoint: str,
+                  model_id: str, retrieval: str, embed_backend: str, rerank_backend: str) -> dict[str, Any]:
+    overrides: dict[str, Any] = {
+        "turn_budget": int(budget),
+        "force_budget": bool(force),
+        "searchbox_tools": ",".join([*high, *low]),
+        "retrieval_preset": retrieval,
+        "embed_backend": embed_backend,
+        "rerank_backend": rerank_backend,
+    }
+    if llm == ENDPOINT_CHOICE:
+        if not endpoint.strip():
+            raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")
+        overrides.update(llama_url=endpoint.strip(), model_id=model_id.strip())
+    else:
+        overrides.update(llm_gguf=llm, llama_url="")
+    return overrides
+
+
+def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
+    """Events waiting now (waiting up to `timeout` for the first); True once the run's stream ended."""
+    events: list[Event] = []
+    try:
+        item = subscription.get(timeout=timeout)
+        while True:
+            if item is None:
+                return events, True
+            events.append(item)
+            item = subscription.get_nowait()
+    except queue.Empty:
+        return events, False
+
+
+class RunView:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    def preview_dataroom(self, upload: str | None) -> Any:
+        """The per-file ingestion status of an upload, before any run."""
+        if not upload:
+            return gr.update(value=None, visible=False)
+        import shutil
+        import tempfile
+
+        from searchbox.workspace import Workspace
+
+        tmp = Path(tempfile.mkdtemp(prefix="searchbox-preview-"))
+        try:
+            rows = Workspace.create(tmp / "job", Path(upload), self.services.settings).corpus.statuses()
+        except DataroomError as exc:
+            raise gr.Error(str(exc)) from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
+
+    async def run(self, question: str, upload: str | None, budget: float, force: bool, high: list[str], low: list[str],
+                  llm: str, endpoint: str, model_id: str, retrieval: str, embed_backend: str, rerank_backend: str,
+                  jina_key: str, owner: str):
+        question = (question or "").strip()
+        if not question:
+            raise gr.Error("Ask a question first.")
+        overrides = run_overrides(budget, force, high, low, llm, endpoint, model_id, retrieval, embed_backend, rerank_backend)
+        source = Path(upload) if upload else BUILTIN_DATAROOM
+        try:
+            record = await asyncio.to_thread(self.services.store.create, question, source, overrides, owner,
+                                             self.services.settings)
+        except (DataroomError, SettingsError, ValueError) as exc:
+            raise gr.Error(str(exc)) from exc
+        if jina_key:
+            self.services.remember_secrets(record.id, {"jina_api_key": jina_key})
+        job_dir = self.services.store.job_dir(record.id)
+        settings = self.services.store.settings_for(record, self.services.settings)
+        feed = Feed(question)
+        dashboard = Dashboard(context_window=settings.context_window, budget=settings.turn_budget)
+        subscription = self.services.scheduler.subscribe(record.id)
+        self.services.scheduler.submit(record.id)
+        figures = dashboard.figures()
+        yield (record.id, "⏳ Queued…", feed.messages, "*No answer yet.*", "", *figures.values(), None, None)
+        last_yield = last_figures = 0.0
+        answer_html, sources_html = "*No answer yet.*", ""
+        while True:
+            events, ended = await asyncio.to_thread(_drain, subscription, 0.5)
+            for event in events:
+                feed.add(event)
+                dashboard.add(event)
+                if event.type in ("turn_end", "tool_end") or ended:
+                    answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
+            now = time.monotonic()
+            if ended:
+                current = self.services.store.get(record.id)
+                if current is not None and current.state in _STILL_GOING:
+                    # Preempted by another run: it resumes on its own; keep following it.
+                    subscription = self.services.scheduler.subscribe(record.id)
+                    yield (record.id, "⏸️ Paused for another run; resumes automatically", feed.messages,
+                           answer_html, sources_html, *dashboard.figures().values(), None, None)
+                    continue
+                break
+            if events and now - last_yield >= _YIELD_EVERY_S:
+                if now - last_figures >= _FIGURES_EVERY_S:
+                    figures, last_figures = dashboard.figures(), now
+                last_yield = now
+                yield (record.id, self._status(record.id), feed.messages, answer_html, sources_html,
+                       *figures.values(), None, None)
+        answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
+        final = Dashboard.from_records(job_dir).figures()
+        answer_file, bundle = await asyncio.to_thread(_downloads, job_dir)
+        yield (record.id, self._status(record.id), feed.messages, answer_html, sources_html, *final.values(),
+               answer_file, bundle)
+
+    def _status(self, job_id: str) -> str:
+        record = self.services.store.get(job_id)
+        if record is None:
+            return ""
+        icons = {"queued": "⏳", "running": "🔎", "paused": "⏸️", "held": "✋", "done": "✅", "failed": "⚠️", "cancelled": "⏹️"}
+        reason = f" ({record.stop_reason})" if record.stop_reason else ""
+        return f"{icons.get(record.state, '')} **{record.state}**{reason} · job `{job_id[:8]}`"
+
+    def stop(self, job_id: str) -> str:
+        if job_id:
+            self.services.scheduler.cancel(job_id)
+        return self._status(job_id)
+
+    def pause(self, job_id: str) -> str:
+        if job_id:
+            self.services.scheduler.pause(job_id)
+        return self._status(job_id)
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def build(self, owner: gr.BrowserState) -> None:
+        catalog = load_catalog()
+        high = [t.name for t in catalog if t.group == "high"]
+        low = [t.name for t in catalog if t.group == "low"]
+        defaults = {t.name for t in catalog if t.default}
+        job_id = gr.State("")
+        with gr.Row():
+            with gr.Column(scale=2):
+                question = gr.Textbox(label="Question", lines=3, placeholder="Ask something the documents can answer")
+                upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
+                ingestion = gr.Dataframe(headers=["path", "status", "reason", "chunks"], label="Files in the upload",
+                                         visible=False, interactive=False, max_height=220)
+                gr.Examples([[q] for q in example_questions()], inputs=[question], label="Examples (built-in dataroom)",
+                            cache_examples=False)
+                effort = gr.Radio(list(EFFORT_PRESETS), value="Quick", label="Effort")
+                with gr.Row():
+                    budget = gr.Slider(1, 20, value=EFFORT_PRESETS["Quick"]["turn_budget"], step=1, label="Turn budget")
+                    force = gr.Checkbox(value=EFFORT_PRESETS["Quick"]["force_budget"], label="Force the whole budget")
+                with gr.Accordion("Tools", open=False):
+                    all_high = gr.Checkbox(value=False, label="All high-level tools")
+                    high_tools = gr.CheckboxGroup(high, value=[n for n in high if n in defaults], label="High-level")
+                    all_low = gr.Checkbox(value=False, label="All low-level tools")
+                    low_tools = gr.CheckboxGroup(low, value=[n for n in low if n in defaults], label="Low-level")
+                    gr.Markdown("Built-ins (read, bash, grep, find, ls, edit, write) are always on.")
+                with gr.Accordion("Model and retrieval", open=False):
+                    llm = gr.Dropdown(["auto", *(p.name for p in PRESETS), ENDPOINT_CHOICE],
+                                      value=self.services.settings.llm_gguf if not self.services.settings.llama_url else ENDPOINT_CHOICE,
+                                      label="LLM", allow_custom_value=True)
+                    endpoint = gr.Textbox(label="Endpoint URL", value=self.services.settings.llama_url, placeholder="http://localhost:8080/v1")
+                    model_id = gr.Textbox(label="Model id at the endpoint", value=self.services.settings.model_id)
+                    retrieval = gr.Dropdown(list(RETRIEVAL_PRESETS), value=self.services.settings.retrieval_preset, label="Retrieval preset")
+                    with gr.Row():
+                        embed_backend = gr.Radio(["local", "api"], value=self.services.settings.embed_backend, label="Embedder")
+                        rerank_backend = gr.Radio(["local", "api"], value=self.services.settings.rerank_backend, label="Reranker")
+                    jina_key = gr.Textbox(label="Jina API key (for the api backends; used for this run only, never stored)",
+                                          type="password")
+                with gr.Row():
+                    run_button = gr.Button("Search", variant="primary")
+                    pause_button = gr.Button("Pause")
+                    stop_button = gr.Button("Stop", variant="stop")
+            with gr.Column(scale=3):
+                status = gr.Markdown()
+                feed = gr.Chatbot(label="Activity", height=520, elem_id="activity")
+                answer = gr.Markdown(label="Answer", elem_id="answer")
+                with gr.Accordion("Sources", open=True):
+                    sources = gr.HTML(elem_id="sources")
+                with gr.Row():
+                    answer_file = gr.DownloadButton("Download ANSWER.md", value=None)
+                    bundle_file = gr.DownloadButton("Download run bundle", value=None)
+        with gr.Row():
+            plots = [gr.Plot(label=name, elem_id=f"plot-{name}") for name in FIGURES[:3]]
+        with gr.Row():
+            plots += [gr.Plot(label=name, elem_id=f"plot-{name}") for name in FIGURES[3:]]
+
+        upload.change(self.preview_dataroom, [upload], [ingestion], api_name=False)
+        effort.change(lambda e: (EFFORT_PRESETS[e]["turn_budget"], EFFORT_PRESETS[e]["force_budget"]),
+                      [effort], [budget, force], api_name=False)
+        all_high.change(lambda on: high if on else [], [all_high], [high_tools], api_name=False)
+        all_low.change(lambda on: low if on else [], [all_low], [low_tools], api_name=False)
+        run_button.click(self.run, [question, upload, budget, force, high_tools, low_tools, llm, endpoint, model_id,
+                                    retrieval, embed_backend, rerank_backend, jina_key, owner],
+                         [job_id, status, feed, answer, sources, *plots, answer_file, bundle_file], api_name="search")
+        stop_button.click(self.stop, [job_id], [status], api_name="stop")
+        pause_button.click(self.pause, [job_id], [status], api_name="pause")
+
+
+def _downloads(job_dir: Path) -> tuple[str | None, str]:
+    from searchbox.jobs.bundle import make_bundle
+
+    answer = job_dir / "work" / "ANSWER.md"
+    return (str(answer) if answer.exists() else None), str(make_bundle(job_dir))

@@ -1,0 +1,56 @@
+"""What the app's handlers share: the base settings, the job store, the scheduler, and the secrets a
+visitor typed for a run (kept in memory only, never in a job folder)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from searchbox.agent.control import RunControl
+from searchbox.agent.events import Listener
+from searchbox.agent.run import connect_and_run
+from searchbox.jobs.scheduler import RunFn, Scheduler
+from searchbox.jobs.store import JobRecord, JobStore
+from searchbox.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: JobStore
+    scheduler: Scheduler
+    _secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def start(cls, settings: Settings, run_fn: RunFn = connect_and_run) -> Services:
+        store = JobStore(Path(settings.jobs_dir))
+        holder: dict[str, Services] = {}
+
+        def run_with_secrets(job_dir: Path, job_settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
+            secrets = holder["services"].secrets_for(job_dir.name)
+            return run_fn(job_dir, job_settings.with_overrides(**secrets) if secrets else job_settings, control, listeners)
+
+        services = cls(settings, store, Scheduler(store, run_with_secrets, settings))
+        holder["services"] = services
+        services.scheduler.start()
+        return services
+
+    def remember_secrets(self, job_id: str, secrets: dict[str, str]) -> None:
+        with self._lock:
+            self._secrets[job_id] = {k: v for k, v in secrets.items() if v}
+
+    def secrets_for(self, job_id: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._secrets.get(job_id, {}))
+
+    def visible_jobs(self, owner: str) -> list[JobRecord]:
+        """The viewer's own runs; every run for an operator."""
+        return self.store.list(None if self.settings.searchbox_operator else owner)
+
+    def may_see(self, job_id: str, owner: str) -> JobRecord | None:
+        record = self.store.get(job_id) if job_id else None
+        if record is None or (record.owner != owner and not self.settings.searchbox_operator):
+            return None
+        return record

@@ -1,0 +1,89 @@
+"""The real app in a subprocess, driven with gradio_client: a full run on the built-in dataroom with
+the packaged model streams tool-call messages, then returns the plots, the answer and downloads;
+the Jobs tab lists the run and redraws its dashboard from its records."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+from app_server import running_app
+
+QUESTION = "Who audited the FY2025 financial statements?"
+SECRET = "jina_never_store_me_42"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    home = tmp_path_factory.mktemp("app")
+    with running_app(home) as url:
+        yield url, home
+
+
+def search_args(question: str = QUESTION, budget: int = 2, key: str = "") -> tuple:
+    # question, upload, budget, force, high tools, low tools, llm, endpoint, model id, retrieval preset,
+    # embed backend, rerank backend, Jina key, owner
+    return (question, None, budget, True, ["search_dataroom", "answer_question"], [], "packaged:gemma3-270m",
+            "", "", "packaged", "local", "local", key, "")
+
+
+def titles(messages: list[dict]) -> list[str]:
+    return [str((m.get("metadata") or {}).get("title") or "") for m in messages]
+
+
+def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[str, Path]) -> None:
+    url, home = app
+    client = Client(url, verbose=False)
+    started = time.monotonic()
+    job = client.submit(*search_args(key=SECRET), api_name="/search")
+    first_tool_at = None
+    updates = []
+    for update in job:
+        updates.append(update)
+        if first_tool_at is None and any(t.startswith(("🔎", "⚠", "📄", "🧭", "🔧")) or ":" in t
+                                         for t in titles(update[1]) if "Turn" not in t):
+            first_tool_at = time.monotonic() - started
+    final = job.outputs()[-1]
+    status, feed, answer, sources, *plots, answer_file, bundle = final
+    assert len(updates) > 2, "the run view should update while the run goes"
+    assert first_tool_at is not None and first_tool_at < time.monotonic() - started
+    assert "done" in status and "budget_spent" in status
+    assert any("Turn 2 / 2" in t for t in titles(feed))
+    assert sum(1 for m in feed if (m.get("metadata") or {}).get("status") == "done") >= 2
+    assert answer and "sources" in sources
+    assert len(plots) == 5 and all(p and p.get("plot") for p in plots)
+    assert Path(answer_file).name == "ANSWER.md" and Path(bundle).name == "bundle.zip"
+    # The key typed in the page never reaches the job folders.
+    for path in (home / "jobs").rglob("*"):
+        if path.is_file() and path.suffix not in (".zip",):
+            assert SECRET not in path.read_text(errors="replace"), path
+
+
+def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[str, Path]) -> None:
+    url, _ = app
+    client = Client(url, verbose=False)
+    client.predict(*search_args(budget=1), api_name="/search")
+    rows, choices = client.predict("", api_name="/jobs")
+    assert rows["data"] and rows["data"][0][1] in ("done", "failed")
+    job_id = choices["choices"][0][1] if isinstance(choices, dict) else None
+    heading, answer, sources, *rest = client.predict(job_id, "", api_name="/open_job")
+    assert "done" in heading and len(rest) == 7
+
+
+def test_an_empty_question_and_a_bad_upload_get_clear_errors(app: tuple[str, Path], tmp_path: Path) -> None:
+    from gradio_client import handle_file
+
+    url, _ = app
+    client = Client(url, verbose=False)
+    with pytest.raises(Exception, match="Ask a question"):
+        client.predict(*search_args(question="  "), api_name="/search")
+    bad = tmp_path / "room.zip"
+    bad.write_text("not a zip at all")
+    args = list(search_args())
+    args[1] = handle_file(str(bad))
+    with pytest.raises(Exception, match="not a zip"):
+        client.predict(*args, api_name="/search")
