@@ -52,6 +52,10 @@ EFFORT_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# Every knob some preset sets: switching presets resets them to the new preset's values or defaults.
+_PRESET_KNOBS = sorted({key for bundle in RETRIEVAL_PRESETS.values() for key in bundle})
+
+
 @dataclass(frozen=True)
 class Settings:
     llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
@@ -107,6 +111,9 @@ class Settings:
     )
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
     searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")
+    searchbox_visitor_endpoints: bool = knob(
+        False, "visitors of the app may point a run at an LLM endpoint URL of their own (keep off on a public demo)"
+    )
     searchbox_auth: str = knob("", "user:password that the app asks for (no login when empty)", secret=True)
     jina_api_key: str = knob("", "Jina API key for the api backends", secret=True)
     jina_api_url: str = knob("https://api.jina.ai/v1", "base URL of the Jina API")
@@ -137,7 +144,17 @@ class Settings:
         return settings
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        return dataclasses.replace(self, **{k: _coerce(_field(k), v) for k, v in overrides.items()})
+        """These knobs changed; a new retrieval preset also sets the knobs it bundles, unless given here."""
+        values = {k: _coerce(_field(k), v) for k, v in overrides.items()}
+        preset = values.get("retrieval_preset")
+        if preset is not None and preset != self.retrieval_preset:
+            bundle = {**RETRIEVAL_PRESETS["default"], **RETRIEVAL_PRESETS[preset]}
+            for key in _PRESET_KNOBS:
+                if key not in values:
+                    values[key] = bundle.get(key, _field(key).default)
+        settings = dataclasses.replace(self, **values)
+        settings.validate()
+        return settings
 
     def validate(self) -> None:
         if self.chunk_size < 100:

@@ -80,3 +80,13 @@ def test_ci_runs_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python -m pytest" in readme and "python -m pytest" in ci
+
+
+def test_switching_preset_per_run_applies_its_bundle() -> None:
+    base = Settings.resolve(env={})
+    cpu = base.with_overrides(retrieval_preset="cpu")
+    assert (cpu.embed_model, cpu.search_mode, cpu.dense_prefilter) == ("minishlab/potion-retrieval-32M", "hybrid", 1000)
+    back = cpu.with_overrides(retrieval_preset="packaged")
+    assert (back.embed_model, back.search_mode, back.dense_prefilter) == ("packaged:minilm", "dense", 0)
+    mixed = base.with_overrides(retrieval_preset="cpu", search_mode="dense")
+    assert mixed.search_mode == "dense" and mixed.rerank_model == "none"

@@ -75,8 +75,8 @@ def test_the_question_comes_first_and_turns_get_dividers() -> None:
     feed.add(ev("turn_start", 2, 0, budget=3))
     divider = feed.messages[1]["metadata"]
     assert divider["status"] == "done" and divider["duration"] == 4.2 and divider["log"] == "0 tool calls"
-    assert feed.messages[-2]["metadata"]["title"] == "Turn 2 / 3"
-    assert feed.messages[-1] == {"role": "user", "content": "Continue."}
+    assert feed.messages[-2] == {"role": "user", "content": "Continue."}
+    assert feed.messages[-1]["metadata"]["title"] == "Turn 2 / 3"
 
 
 def test_a_tool_message_is_updated_in_place_by_call_id() -> None:

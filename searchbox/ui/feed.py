@@ -56,10 +56,10 @@ class Feed:
     def _on_turn_start(self, event: Event) -> None:
         budget = event.data.get("budget")
         title = f"Turn {event.turn} / {budget}" if budget else f"Turn {event.turn}"
+        if event.turn > 1:  # the user's message opens the turn, so it comes before the turn's header
+            self._messages.append({"role": "user", "content": CONTINUE})
         self._turn = self._append("", title=title, status="pending")
         self._turn_tools = 0
-        if event.turn > 1:
-            self._messages.append({"role": "user", "content": CONTINUE})
 
     def _on_step_start(self, event: Event) -> None:
         self._close_streams()

@@ -22,7 +22,7 @@ from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS
 from searchbox.records.citations import cited_ids
-from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
+from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
 from searchbox.tools.catalog import load_catalog
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard
@@ -59,8 +59,22 @@ def read_answer(job_dir: Path) -> tuple[str, str]:
     return render_answer(markdown, sources), render_sources(sources, cited_ids(markdown))
 
 
-def run_overrides(budget: float, force: bool, high: list[str], low: list[str], llm: str, endpoint: str,
-                  model_id: str, retrieval: str, embed_backend: str, rerank_backend: str) -> dict[str, Any]:
+def llm_choices(settings: Settings) -> list[str]:
+    """What a visitor may pick: the operator's own model, auto, the presets, and an endpoint where allowed."""
+    choices = ["auto", *(p.name for p in PRESETS)]
+    if settings.llm_gguf not in choices:
+        choices.insert(0, settings.llm_gguf)
+    if settings.llama_url or settings.searchbox_visitor_endpoints:
+        choices.append(ENDPOINT_CHOICE)
+    return choices
+
+
+def run_overrides(settings: Settings, budget: float, force: bool, high: list[str], low: list[str], llm: str,
+                  endpoint: str, model_id: str, retrieval: str, embed_backend: str, rerank_backend: str) -> dict[str, Any]:
+    """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
+    server at arbitrary URLs or files."""
+    if llm not in llm_choices(settings):
+        raise gr.Error(f"Unknown model choice {llm!r}.")
     overrides: dict[str, Any] = {
         "turn_budget": int(budget),
         "force_budget": bool(force),
@@ -70,6 +84,8 @@ def run_overrides(budget: float, force: bool, high: list[str], low: list[str], l
         "rerank_backend": rerank_backend,
     }
     if llm == ENDPOINT_CHOICE:
+        if not settings.searchbox_visitor_endpoints:  # the operator's endpoint, whatever the page sent
+            endpoint, model_id = settings.llama_url, settings.model_id
         if not endpoint.strip():
             raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")
         overrides.update(llama_url=endpoint.strip(), model_id=model_id.strip())
@@ -122,7 +138,8 @@ class RunView:
         question = (question or "").strip()
         if not question:
             raise gr.Error("Ask a question first.")
-        overrides = run_overrides(budget, force, high, low, llm, endpoint, model_id, retrieval, embed_backend, rerank_backend)
+        overrides = run_overrides(self.services.settings, budget, force, high, low, llm, endpoint, model_id, retrieval,
+                                  embed_backend, rerank_backend)
         source = Path(upload) if upload else BUILTIN_DATAROOM
         try:
             record = await asyncio.to_thread(self.services.store.create, question, source, overrides, owner,
@@ -215,11 +232,13 @@ class RunView:
                     low_tools = gr.CheckboxGroup(low, value=[n for n in low if n in defaults], label="Low-level")
                     gr.Markdown("Built-ins (read, bash, grep, find, ls, edit, write) are always on.")
                 with gr.Accordion("Model and retrieval", open=False):
-                    llm = gr.Dropdown(["auto", *(p.name for p in PRESETS), ENDPOINT_CHOICE],
-                                      value=self.services.settings.llm_gguf if not self.services.settings.llama_url else ENDPOINT_CHOICE,
-                                      label="LLM", allow_custom_value=True)
-                    endpoint = gr.Textbox(label="Endpoint URL", value=self.services.settings.llama_url, placeholder="http://localhost:8080/v1")
-                    model_id = gr.Textbox(label="Model id at the endpoint", value=self.services.settings.model_id)
+                    settings = self.services.settings
+                    llm = gr.Dropdown(llm_choices(settings), label="LLM",
+                                      value=ENDPOINT_CHOICE if settings.llama_url else settings.llm_gguf)
+                    endpoint = gr.Textbox(label="Endpoint URL", value=settings.llama_url, placeholder="http://localhost:8080/v1",
+                                          interactive=settings.searchbox_visitor_endpoints)
+                    model_id = gr.Textbox(label="Model id at the endpoint", value=settings.model_id,
+                                          interactive=settings.searchbox_visitor_endpoints)
                     retrieval = gr.Dropdown(list(RETRIEVAL_PRESETS), value=self.services.settings.retrieval_preset, label="Retrieval preset")
                     with gr.Row():
                         embed_backend = gr.Radio(["local", "api"], value=self.services.settings.embed_backend, label="Embedder")
