@@ -27,14 +27,14 @@ def live_and_recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dashboa
 
 def test_live_and_recorded_dashboards_agree(live_and_recorded: tuple[Dashboard, Dashboard, Path]) -> None:
     live, recorded, _ = live_and_recorded
-    assert live.tool_counts == recorded.tool_counts == {"bash": 2, "read": 1}
-    assert live.bash_programs == recorded.bash_programs == {"grep": 1, "head": 1, "cat": 1}
+    assert live.stats.tools == recorded.stats.tools == {"bash": 2, "read": 1}
+    assert live.stats.programs == recorded.stats.programs == {"grep": 1, "head": 1, "cat": 1}
     assert charts.turn_deltas(live.turn_rows) == charts.turn_deltas(recorded.turn_rows)
     assert live.points == recorded.points and live.compactions == recorded.compactions
     assert live.turns_done == recorded.turns_done == 2 and live.budget == recorded.budget == 2
     assert recorded.context_window == 2048
-    assert live.llm_ms == pytest.approx(recorded.llm_ms, abs=1) and live.tool_ms == pytest.approx(recorded.tool_ms, abs=1)
-    assert live.decode == pytest.approx(recorded.decode)
+    assert live.stats.llm_ms == pytest.approx(recorded.stats.llm_ms, abs=1) and live.stats.tool_ms == pytest.approx(recorded.stats.tool_ms, abs=1)
+    assert live.stats.decode == pytest.approx(recorded.stats.decode)
 
 
 def test_every_figure_builds_from_real_records(live_and_recorded: tuple[Dashboard, Dashboard, Path]) -> None:

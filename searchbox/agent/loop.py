@@ -88,7 +88,8 @@ class AgentLoop:
             reason = over.reason
             if over.detail:
                 self.bus.emit("notice", level="error", message=over.detail)
-        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in ("first_turn_done", "budget_spent"))
+        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in ("first_turn_done", "budget_spent"),
+                      tokens=self.session.token_totals())
         return reason
 
     def _send_continue_if_budget_left(self) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import shutil
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from searchbox.agent.events import Event
 from searchbox.records.citations import check_citations
 from searchbox.records.files import append_jsonl, read_json, write_json
+from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
 
 ANSWER_PATH = Path("work") / "ANSWER.md"
@@ -29,50 +29,18 @@ class RunRecorder:
         self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
         self.ledger_ids = ledger_ids
         self.save_ledger = save_ledger
-        previous = read_json(job_dir / "timing.json", {}) or {}
-        self.wall_ms = float(previous.get("wall_ms", 0.0))
-        self.llm_ms = float(previous.get("llm_ms", 0.0))
-        self.tool_ms = float(previous.get("tool_ms", 0.0))
-        self.tools: Counter[str] = Counter({k: v["count"] for k, v in previous.get("tools", {}).items()})
-        self.tools_ms: Counter[str] = Counter({k: v["ms"] for k, v in previous.get("tools", {}).items()})
-        self.programs: Counter[str] = Counter(previous.get("bash_programs", {}))
-        self.decode = dict(previous.get("_decode", {"tokens": 0, "ms": 0.0}))
-        self.prefill = dict(previous.get("_prefill", {"tokens": 0, "ms": 0.0}))
-        self.compactions = int(previous.get("compactions", 0))
-        self._wall_base = self.wall_ms
+        self.stats = RunStats.from_timing(read_json(job_dir / "timing.json", {}) or {})
         self.tokens: dict[str, int] = {}
         self.turns = 0
         self._answer_hash = self._hash_answer()
 
     def __call__(self, event: Event) -> None:
+        self.stats.add(event)
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event)
-        self.wall_ms = self._wall_base + event.elapsed * 1000
 
     # -- event handlers ------------------------------------------------------------------
-
-    def _on_step_end(self, event: Event) -> None:
-        self.llm_ms += event.data["llm_ms"]
-        timings = event.data.get("timings") or {}
-        usage = event.data["usage"]
-        if timings.get("decode_ms"):
-            self.decode["tokens"] += usage.get("output", 0)
-            self.decode["ms"] += timings["decode_ms"]
-        if timings.get("prefill_ms"):
-            self.prefill["tokens"] += usage.get("input", 0) - usage.get("cacheRead", 0)
-            self.prefill["ms"] += timings["prefill_ms"]
-
-    def _on_tool_end(self, event: Event) -> None:
-        name = event.data["name"]
-        self.tools[name] += 1
-        self.tools_ms[name] += event.data["duration_ms"]
-        self.tool_ms += event.data["duration_ms"]
-        for program in (event.data.get("details") or {}).get("programs", []):
-            self.programs[program] += 1
-
-    def _on_compaction(self, event: Event) -> None:
-        self.compactions += 1
 
     def _on_turn_end(self, event: Event) -> None:
         self.turns = event.turn
@@ -90,7 +58,7 @@ class RunRecorder:
         append_jsonl(self.job_dir / "turns.jsonl", {
             "turn": event.turn,
             "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "elapsed_s": round(self.wall_ms / 1000 if self.wall_ms else event.elapsed, 3),
+            "elapsed_s": round(self.stats.wall_ms / 1000, 3),
             "budget": self.settings.turn_budget,
             "budget_used_pct": round(100 * event.turn / self.settings.turn_budget, 1),
             "token_metric": metric,
@@ -104,6 +72,7 @@ class RunRecorder:
 
     def _on_stop(self, event: Event) -> None:
         self.turns = max(self.turns, event.data.get("turns", 0))
+        self.tokens = event.data.get("tokens", self.tokens)
         self.save_ledger()
         self._write_meta(stop_reason=event.data["reason"])
 
@@ -113,24 +82,10 @@ class RunRecorder:
         answer = self.job_dir / ANSWER_PATH
         return hashlib.sha256(answer.read_bytes()).hexdigest() if answer.exists() else None
 
-    def timing(self) -> dict[str, Any]:
-        return {
-            "wall_ms": round(self.wall_ms, 1),
-            "llm_ms": round(self.llm_ms, 1),
-            "tool_ms": round(self.tool_ms, 1),
-            "tools": {name: {"count": self.tools[name], "ms": round(self.tools_ms[name], 1)} for name in sorted(self.tools)},
-            "bash_programs": dict(self.programs.most_common()),
-            "decode_tokens_per_s": _rate(self.decode),
-            "prefill_tokens_per_s": _rate(self.prefill),
-            "compactions": self.compactions,
-            "_decode": self.decode,
-            "_prefill": self.prefill,
-        }
-
     def _write_meta(self, stop_reason: str | None) -> None:
         answer = self.job_dir / ANSWER_PATH
         text = answer.read_text(encoding="utf-8", errors="replace") if answer.exists() else ""
-        write_json(self.job_dir / "timing.json", self.timing())
+        write_json(self.job_dir / "timing.json", self.stats.timing())
         write_json(self.job_dir / "run_meta.json", {
             "stop_reason": stop_reason,
             "done": stop_reason in DONE_REASONS,
@@ -138,15 +93,11 @@ class RunRecorder:
             "budget": self.settings.turn_budget,
             "force_budget": self.settings.force_budget,
             "tokens": self.tokens,
-            "tool_calls": sum(self.tools.values()),
-            "tool_counts": dict(self.tools),
-            "bash_programs": dict(self.programs),
-            "elapsed_seconds": round(self.wall_ms / 1000, 3),
+            "tool_calls": sum(self.stats.tools.values()),
+            "tool_counts": dict(self.stats.tools),
+            "bash_programs": dict(self.stats.programs),
+            "elapsed_seconds": round(self.stats.wall_ms / 1000, 3),
             "citations": check_citations(text, self.ledger_ids()),
             **self.run_info(),
             "config": self.settings.as_config(),
         })
-
-
-def _rate(acc: dict[str, float]) -> float | None:
-    return round(acc["tokens"] / (acc["ms"] / 1000), 2) if acc.get("ms") else None
