@@ -15,6 +15,7 @@ from app_server import running_app
 
 QUESTION = "Who audited the FY2025 financial statements?"
 SECRET = "jina_never_store_me_42"
+OWNER = "tester-browser-id"
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def search_args(question: str = QUESTION, budget: int = 2, key: str = "") -> tup
     # question, upload, budget, force, high tools, low tools, llm, endpoint, model id, retrieval preset,
     # embed backend, rerank backend, Jina key, owner
     return (question, None, budget, True, ["search_dataroom", "answer_question"], [], "packaged:gemma3-270m",
-            "", "", "packaged", "local", "local", key, "")
+            "", "", "packaged", "local", "local", key, OWNER)
 
 
 def titles(messages: list[dict]) -> list[str]:
@@ -67,11 +68,15 @@ def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[s
     url, _ = app
     client = Client(url, verbose=False)
     client.predict(*search_args(budget=1), api_name="/search")
-    rows, choices = client.predict("", api_name="/jobs")
+    rows, choices = client.predict(OWNER, api_name="/jobs")
+    stranger = Client(url, verbose=False)
+    assert stranger.predict("someone-else", api_name="/jobs")[0]["data"] == []  # nobody else sees them
     assert rows["data"] and rows["data"][0][1] in ("done", "failed")
     job_id = choices["choices"][0][1] if isinstance(choices, dict) else None
-    heading, answer, sources, *rest = client.predict(job_id, "", api_name="/open_job")
+    heading, answer, sources, *rest = client.predict(job_id, OWNER, api_name="/open_job")
     assert "done" in heading and len(rest) == 7
+    with pytest.raises(Exception):  # a guessed id is not a way in: not among the stranger's runs
+        stranger.predict(job_id, "someone-else", api_name="/open_job")
 
 
 def test_an_empty_question_and_a_bad_upload_get_clear_errors(app: tuple[str, Path], tmp_path: Path) -> None:

@@ -31,3 +31,23 @@ def test_endpoints_can_be_allowed_and_tools_are_joined() -> None:
     assert overrides["searchbox_tools"] == "keyword_search,rerank" and overrides["turn_budget"] == 3
     none = run_overrides(laptop, **{**ARGS, "high": [], "low": []}, llm="auto", endpoint="")
     assert none["searchbox_tools"] == "" and none["llm_gguf"] == "auto" and none["llama_url"] == ""
+
+
+def test_a_visitor_sees_only_their_own_runs(tmp_path) -> None:
+    from conftest import SMALL_DATAROOM, write_tree
+    from searchbox.ui.services import Services
+
+    source = write_tree(tmp_path / "room", SMALL_DATAROOM)
+    for operator in (False, True):
+        settings = Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / f"jobs-{operator}"),
+                                    searchbox_operator=operator)
+        services = Services.start(settings, run_fn=lambda *args: "first_turn_done")
+        try:
+            mine = services.store.create("Q?", source, {}, "alice", settings)
+            assert [r.id for r in services.visible_jobs("alice")] == [mine.id]
+            assert services.may_see(mine.id, "alice") is not None
+            assert (services.may_see(mine.id, "mallory") is None) is not operator
+            assert (services.visible_jobs("mallory") == []) is not operator
+            assert services.may_see("../../etc", "alice") is None
+        finally:
+            services.scheduler.stop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,8 @@ class RunView:
         question = (question or "").strip()
         if not question:
             raise gr.Error("Ask a question first.")
+        # The page always sends its browser's id; a caller without one gets a private, unlisted run.
+        owner = owner or f"anonymous-{secrets.token_urlsafe(16)}"
         overrides = run_overrides(self.services.settings, budget, force, high, low, llm, endpoint, model_id, retrieval,
                                   embed_backend, rerank_backend)
         source = Path(upload) if upload else BUILTIN_DATAROOM
