@@ -166,3 +166,18 @@ def test_file_size_limit_stops_a_huge_write(work: Path) -> None:
 )
 def test_programs_in(command: str, programs: list[str]) -> None:
     assert programs_in(command) == programs
+
+
+def test_bash_cannot_write_into_the_dataroom_even_as_root(tmp_path: Path) -> None:
+    from searchbox.tools.sandbox import dataroom_mount_readonly
+
+    if not dataroom_mount_readonly():
+        pytest.skip("this host allows no private read-only mount for root")
+    (tmp_path / "dataroom").mkdir()
+    (tmp_path / "dataroom" / "a.txt").write_text("original")
+    result = run_sandboxed("touch dataroom/new; echo changed > dataroom/a.txt; rm -f dataroom/a.txt; echo ok > mine.txt",
+                           tmp_path, 10, output_cap_bytes=10_000)
+    assert "Read-only file system" in result.output
+    assert sorted(p.name for p in (tmp_path / "dataroom").iterdir()) == ["a.txt"]
+    assert (tmp_path / "dataroom" / "a.txt").read_text() == "original"
+    assert (tmp_path / "mine.txt").read_text() == "ok\n"  # the rest of work/ stays writable

@@ -16,13 +16,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from searchbox.tools.paths import scratch_dir
+from searchbox.tools.paths import DATAROOM_DIR, scratch_dir
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DRAIN_SECONDS = 0.5  # after the kill: how long to wait for the last output in the pipe
@@ -54,6 +55,11 @@ def airgap_level() -> str:
     return _airgap()[0]
 
 
+def dataroom_mount_readonly() -> bool:
+    """Whether bash gets the dataroom as a read-only mount (as root, file modes alone do not hold)."""
+    return os.geteuid() != 0 or bool(_readonly_mount())
+
+
 def run_sandboxed(
     command: str,
     cwd: Path,
@@ -66,9 +72,14 @@ def run_sandboxed(
     """Run `bash -c command` in `cwd`; with `spill_path`, the whole output is written there as it streams."""
     level, wrapper = _airgap()
     cwd = cwd.resolve()
+    argv = [*wrapper, "bash", "-c", command]
+    dataroom = cwd / DATAROOM_DIR
+    if dataroom.is_dir() and _readonly_mount():
+        # Root ignores file modes: a read-only bind mount keeps the dataroom read-only for it too.
+        argv = [*_readonly_mount(), "sh", "-c", _READONLY_PRELUDE, "sh", str(dataroom), *argv]
     with _Capture(output_cap_bytes, spill_path, config.file_size_bytes) as capture:
         process = subprocess.Popen(
-            [*wrapper, "bash", "-c", command],
+            argv,
             cwd=cwd,
             env=sandbox_env(cwd),
             stdin=subprocess.DEVNULL,
@@ -110,6 +121,26 @@ def _airgap() -> tuple[str, tuple[str, ...]]:
         if _works(wrapper):
             return "netns", wrapper
     return "none", ()
+
+
+# Bind the dataroom onto itself read-only in a private mount namespace, then run the command.
+_READONLY_PRELUDE = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+
+
+@functools.cache
+def _readonly_mount() -> tuple[str, ...]:
+    """`unshare --mount` when this host lets us make a private read-only bind mount, else ()."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:  # without root, file modes already protect the dataroom
+        return ()
+    wrapper = (unshare, "--mount", "--propagation", "private")
+    with tempfile.TemporaryDirectory() as probe:
+        script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && ! touch "$1/x" 2>/dev/null'
+        try:
+            done = subprocess.run([*wrapper, "sh", "-c", script, "sh", probe], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+    return wrapper if done.returncode == 0 else ()
 
 
 def _wrappers() -> list[tuple[str, ...]]:
