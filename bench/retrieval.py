@@ -11,7 +11,6 @@ Ratios are measured against a baseline in the same run; this machine is noisy.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -33,13 +32,10 @@ from searchbox.retrieval.cache import EmbeddingCache  # noqa: E402
 from searchbox.retrieval.encoder import Encoder  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
 from searchbox.retrieval.models import embedding_cache_name, load_embedder  # noqa: E402
+from searchbox.evaluation.questions import load_questions  # noqa: E402
+from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, format_table, recall_at  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 
-KS = (5, 10)
-STOPWORDS = set(
-    "a an and are as at be by did do does for from had has have how in is it its of on or the this that "
-    "to was were what when where which who whom whose why with will would our their there they".split()
-)
 # Offline presets (the hub is unreachable here): name -> knob overrides.
 PRESETS = {
     "packaged (MiniLM fp32)": {"retrieval_preset": "packaged"},
@@ -148,73 +144,15 @@ def bench_cache(work: Path, tmp: Path) -> None:
 # -- 4. recall ---------------------------------------------------------------------------------
 
 
-def query_terms(question: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]|[a-z0-9]", question.lower()) if w not in STOPWORDS and len(w) > 2]
-
-
-def grep_rank(corpus: Corpus, question: str) -> list[str]:
-    """grep-style literal matching: files ranked by how many distinct query words they contain
-    (case-insensitive, whole words), then by total matches."""
-    terms = query_terms(question)
-    scored = []
-    for f in corpus.files:
-        text = f.text.lower()
-        counts = [len(re.findall(rf"\b{re.escape(t)}\b", text)) for t in terms]
-        distinct = sum(c > 0 for c in counts)
-        if distinct:
-            scored.append((-distinct, -sum(counts), f.path))
-    return [p for *_, p in sorted(scored)]
-
-
-def files_of(engine: RetrievalEngine, hits) -> list[str]:
-    return list(dict.fromkeys(engine.corpus.chunks[h.chunk].path for h in hits))
-
-
-def recall(ranked: list[str], gold: list[str], k: int) -> float:
-    return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
-
-
-def evaluate(corpus: Corpus, engine: RetrievalEngine, questions: list[dict], methods: list[str]) -> dict:
-    scores: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in methods}
-    depth = 60  # chunks, enough to fill 10 distinct files
-    for q in questions:
-        rankings = {}
-        for method in methods:
-            if method == "grep":
-                rankings[method] = grep_rank(corpus, q["question"])
-            elif method == "bm25":
-                rankings[method] = files_of(engine, engine.keyword_search(q["question"], depth))
-            elif method == "dense":
-                rankings[method] = files_of(engine, engine.dense_search(q["question"], depth)[0])
-            elif method == "hybrid":
-                rankings[method] = files_of(engine, engine.hybrid_search(q["question"], depth)[0])
-        for method, ranked in rankings.items():
-            for k in KS:
-                scores[method][f"all@{k}"].append(recall(ranked, q["gold_files"], k))
-                scores[method][f"{q['type']}@{k}"].append(recall(ranked, q["gold_files"], k))
-    return {m: {key: sum(v) / len(v) for key, v in by.items()} for m, by in scores.items()}
-
-
 def bench_recall(work: Path, tmp: Path) -> None:
-    questions = [json.loads(l) for l in BUILTIN_QUESTIONS.read_text().splitlines() if l.strip()]
-    types = sorted({q["type"] for q in questions})
+    questions = load_questions(BUILTIN_QUESTIONS)
     print(f"\n== Gold-file recall on the built-in question set ({len(questions)} questions) ==")
-    header = f"  {'preset':<34} {'method':<7} " + " ".join(f"{'R@' + str(k):>6}" for k in KS) + "   " + " ".join(
-        f"{t[:10] + '@5':>13}" for t in types)
-    print(header)
-    lexical_done = False
-    for name, overrides in PRESETS.items():
+    for i, (name, overrides) in enumerate(PRESETS.items()):
         settings = settings_for(overrides, tmp / "recall-cache")
-        corpus = load_corpus(work, settings)
-        engine = engine_for(corpus, settings)
-        methods = ["dense", "hybrid"] if lexical_done else ["grep", "bm25", "dense", "hybrid"]
-        results = evaluate(corpus, engine, questions, methods)
-        for method in methods:
-            label = "(no model)" if method in ("grep", "bm25") else name
-            r = results[method]
-            print(f"  {label:<34} {method:<7} " + " ".join(f"{r[f'all@{k}']:6.3f}" for k in KS) + "   "
-                  + " ".join(f"{r.get(f'{t}@5', 0):13.3f}" for t in types))
-        lexical_done = True
+        engine = engine_for(load_corpus(work, settings), settings)
+        methods = ("grep", "bm25", "dense", "hybrid", "dense+rerank") if i == 0 else ("dense", "hybrid", "dense+rerank")
+        print(f"\n  {name} (rerank: cosine; grep and bm25 need no model)")
+        print("  " + format_table(evaluate(engine, questions, methods)).replace("\n", "\n  "))
 
 
 # -- 5. a 5 MB dataroom ------------------------------------------------------------------------
@@ -274,7 +212,7 @@ def bench_big(corpus: Corpus, tmp: Path, sample_questions: int) -> None:
             else:
                 ranked = files_of(engine, engine.search(question["question"], 40)[0])
             for k in KS:
-                hits.setdefault(k, []).append(recall(ranked, question["gold_files"], k))
+                hits.setdefault(k, []).append(recall_at(ranked, question["gold_files"], k))
         line(label, f"first result {first:6.1f} s (ingest {ingest:.1f} s, {len(big.chunks)} chunks)  "
              + "  ".join(f"R@{k} {sum(v) / len(v):.2f}" for k, v in hits.items()))
 

@@ -1,4 +1,4 @@
-"""Command line: python -m searchbox run | tool | ingest | precompute | knobs.
+"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | knobs | score.
 
 Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
 refused; a tool that fails prints its error result and exits with status 1.
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchbox.builtin import BUILTIN_DATAROOM
+from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.retrieval.models import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs
@@ -143,6 +143,47 @@ def cmd_knobs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    """Score a finished run; the full record goes to RUN_DIR/score.json."""
+    from searchbox.evaluation.questions import find_question, load_questions
+    from searchbox.evaluation.scoring import format_score, score_run
+    from searchbox.llm.connect import connect
+    from searchbox.records.files import write_json
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"no run folder at {run_dir}")
+    question = find_question(load_questions(Path(args.questions)), args.id)
+    judge = connect(Settings.resolve(), on_note=lambda note: print(f"note: {note}")) if args.judge else None
+    try:
+        score = score_run(run_dir, question, judge)
+    finally:
+        if judge is not None:
+            judge.close()
+    write_json(run_dir / "score.json", score)
+    print(format_score(score))
+    print(f"score written to {run_dir / 'score.json'}")
+    return 0
+
+
+def cmd_retrieval_eval(args: argparse.Namespace) -> int:
+    """Gold-file recall of grep, BM25, dense, hybrid and dense + rerank; no LLM involved."""
+    from searchbox.evaluation.questions import load_questions
+    from searchbox.evaluation.retrieval_eval import evaluate, format_table
+    from searchbox.records.files import write_json
+
+    questions = load_questions(Path(args.questions))
+    with _workspace(args) as workspace:
+        result = evaluate(workspace.engine, questions)
+        result["config"] = workspace.settings.as_config()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "retrieval.json", result)
+    print(f"{result['questions']} questions; gold-file recall@k (R@5 by question type):\n{format_table(result)}")
+    print(f"written to {out / 'retrieval.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m searchbox", description="Agentic search over a dataroom.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -180,6 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
     knobs = sub.add_parser("knobs", help="list every knob with its default")
     knobs.add_argument("--markdown", action="store_true", help="as the README's table")
     knobs.set_defaults(func=cmd_knobs)
+
+    score = sub.add_parser("score", help="score a finished run against a question of a question set")
+    score.add_argument("run_dir", metavar="RUN_DIR", help="the run's job folder")
+    score.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set JSONL (default: the built-in one)")
+    score.add_argument("--id", required=True, help="the question's id")
+    score.add_argument("--judge", action="store_true", help="also ask the configured model (LLAMA_URL or LLM_GGUF) for a verdict")
+    score.set_defaults(func=cmd_score)
+    evaluation = dataroom_command("retrieval-eval", "gold-file recall of grep, BM25, dense, hybrid, dense+rerank")
+    evaluation.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set (JSONL, SPEC 4)")
+    evaluation.add_argument("--out", required=True, help="folder for retrieval.json")
+    evaluation.set_defaults(func=cmd_retrieval_eval)
     return parser
 
 

@@ -258,8 +258,7 @@ _QUESTIONS = [
       "$8,042,900 across 12 customers: Trentholm, Greater Marlow, Sorrento Bay, Ashgrove County, "
       "Bellmarsh, Northgate, Prairie Junction, Marlinspike Mills, Halden Brook, Brightwell, Mesa "
       "Quemada and Oakhurst Springs.",
-      ["Greater Marlow Utilities District", "Halden Brook Water Company",
-       "Mesa Quemada Water Authority"], [CUSTOMERS],
+      ["Greater Marlow", "Halden Brook", "Mesa Quemada"], [CUSTOMERS],
       computed_facts=["$8,042,900", "12"]),
     q(A, "What is the total ARR from customers in the United Kingdom?",
       "$2,870,200: Trentholm Regional Water Authority ($914,400), Tamsworth Valley Water Board "
@@ -283,7 +282,7 @@ _QUESTIONS = [
       "Nine: six US patents (10,391,552; 11,204,377; 11,583,019; 11,892,774; 12,034,661; "
       "12,298,105), one European patent (EP 3655210, validated in DE, FR, GB, NL and SE), one UK "
       "patent (GB 2611842) and one Canadian patent (CA 3,061,447).",
-      ["US 11,204,377", "EP 3655210", "GB 2611842", "CA 3,061,447"], [PATENTS],
+      ["11,204,377", "EP 3655210", "GB 2611842", "CA 3,061,447"], [PATENTS],
       computed_facts=["9"]),
     q(A, "What was Quillmoor's cumulative net loss over FY2022 to FY2024?",
       "About $6.77 million: $3.98 million (FY2022) + $1.925 million (FY2023) + $0.87 million "
@@ -300,7 +299,7 @@ _QUESTIONS = [
       "$1,221,250 across eight new-logo opportunities with $3,415,000 of unweighted ARR; the "
       "largest weighted contributions are City of Lantern Point ($405,000) and Kessock Firth Water "
       "($231,750).",
-      ["City of Lantern Point Water Utility", "Kessock Firth Water"], [PIPELINE],
+      ["City of Lantern Point", "Kessock Firth Water"], [PIPELINE],
       computed_facts=["$1,221,250", "$3,415,000"]),
     q(A, "Which material contracts give the counterparty a consent right, a termination right or a "
          "default if Quillmoor is acquired?",
@@ -336,7 +335,7 @@ _QUESTIONS = [
       ["$36.2 million", "$250,000"], [FINAL, DRAFT, MAIL_FY2025]),
     q(N, "What did the qualified opinion in Quillmoor's SOC 2 Type II report say about access "
          "revocation?",
-      "The opinion was not qualified: Larchmont's opinion is unmodified. The report notes an "
+      "The opinion was not modified: Larchmont issued an unqualified opinion. The report notes an "
       "exception (CC6.2-03): for 3 of the 25 leavers sampled, access was revoked 2 to 6 days after "
       "termination instead of within 24 hours.",
       ["not modified", "3 of the 25 leavers"], [SOC2]),
@@ -353,7 +352,7 @@ _QUESTIONS = [
       "Peak Capital at $8.68 per share).",
       ["15 September 2022", "$8.68"], [PRESS, CAP]),
     q(N, "How many patents does Quillmoor hold in Japan?",
-      "None. The portfolio covers the US, Europe (EP), the UK and Canada, plus a PCT application; "
+      "None. The portfolio covers US, EP, GB and Canada only (the US, Europe, the UK and Canada), plus a PCT application; "
       "management confirmed to Harrowgate there are no patents in Japan or China.",
       ["US, EP, GB and Canada only"], [PATENTS, CALL_NOTES]),
     q(N, "When did Cedar Hollow Municipal Utilities renew its subscription in 2025?",

@@ -436,7 +436,8 @@ def _rg_command(ctx: BuiltinContext, folder: Path, glob: str | None) -> list[str
     # --no-ignore: a .gitignore that came with the dataroom must not hide its documents.
     # --hidden: dotfiles are files like any other here. --no-config: no RIPGREP_CONFIG_PATH surprises.
     # --no-messages: unreadable files are skipped quietly (a bad pattern is still reported).
-    command = [rg_binary(), "--no-config", "--hidden", "--no-ignore", "--no-messages", "--color=never"]
+    # --sort path: the same search gives the same output, in the same order, every time.
+    command = [rg_binary(), "--no-config", "--hidden", "--no-ignore", "--no-messages", "--color=never", "--sort", "path"]
     if glob:
         command += ["--glob", glob]
     if folder == ctx.work_dir.resolve():  # the tools' scratch files are noise in a search of work/

@@ -1,0 +1,124 @@
+"""Scoring a finished run against one question of a question set (SPEC 4).
+
+A score record holds must-fact recall (fuzzy wording, exact numbers: see facts.py) and the
+verdict it implies, citation validity against the run's source ledger, citation precision and
+recall against the question's gold files, for a negative question whether the false premise was
+corrected, and, when a judge model is given, the judge's verdict with its prompt and raw reply.
+Ratios whose denominator is zero (no citations, no gold files) are None, not 0: nothing to measure.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from searchbox.evaluation.facts import fact_present
+from searchbox.evaluation.judge import judge_answer
+from searchbox.llm.types import ChatModel
+from searchbox.records.citations import cited_ids
+from searchbox.records.files import read_json
+
+__all__ = ["CORRECTION_PHRASES", "fact_present", "format_score", "score_run"]
+
+# Wording that corrects a false premise ("It did not expire", "There is no such patent").
+CORRECTION_PHRASES = ("did not", "didn't", "does not", "doesn't", "was not", "were not", "has not", "never",
+                      "no record", "no evidence", "incorrect", "not correct", "actually", "there is no",
+                      "there are no", "there was no", "contrary to")
+_CORRECTION = re.compile(r"\b(" + "|".join(re.escape(p) for p in CORRECTION_PHRASES) + r")\b")
+_DATAROOM_PREFIX = "dataroom/"  # ledger paths are relative to the work folder, gold files to the dataroom
+
+
+def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None = None) -> dict[str, Any]:
+    """The score of the run in `job_dir` (work/ANSWER.md, sources.json) against `question`."""
+    job_dir = Path(job_dir)
+    answer_path = job_dir / "work" / "ANSWER.md"
+    answer = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.is_file() else None
+    ledger = _ledger(job_dir / "sources.json")
+    score: dict[str, Any] = {"id": question["id"], "type": question["type"], "question": question["question"],
+                             "run": str(job_dir), "answer_found": bool(answer and answer.strip())}
+    text = answer or ""
+
+    facts = [{"fact": f, "kind": "must", "present": fact_present(f, text)} for f in question["must_facts"]]
+    facts += [{"fact": f, "kind": "computed", "present": fact_present(f, text)}
+              for f in question.get("computed_facts", [])]
+    present = sum(f["present"] for f in facts)
+    score["facts"] = facts
+    score["fact_recall"] = present / len(facts) if facts else None
+    score["verdict"] = "correct" if facts and present == len(facts) else "partial" if present else "wrong"
+    if answer is None:
+        score["reason"] = "the run has no work/ANSWER.md"
+    elif not answer.strip():
+        score["reason"] = "work/ANSWER.md is empty"
+    else:
+        score["reason"] = f"{present} of {len(facts)} facts present"
+
+    score["citations"] = citation_scores(text, ledger, question["gold_files"])
+    score["premise"] = premise_correction(text, facts) if question["type"] == "negative" else None
+    score["judge"] = judge_answer(judge, question, text) if judge is not None and score["answer_found"] else None
+    return score
+
+
+def citation_scores(answer: str, ledger: dict[str, str], gold_files: list[str]) -> dict[str, Any]:
+    cited = cited_ids(answer)
+    valid = [i for i in cited if i in ledger]
+    gold = set(gold_files)
+    files = {i: ledger[i].removeprefix(_DATAROOM_PREFIX) for i in valid}
+    gold_cited = [g for g in gold_files if g in files.values()]
+    return {
+        "cited": cited,
+        "valid": valid,
+        "invalid": [i for i in cited if i not in ledger],
+        "ledger_size": len(ledger),
+        "validity": len(valid) / len(cited) if cited else None,
+        "cited_files": sorted(set(files.values())),
+        "precision": sum(f in gold for f in files.values()) / len(valid) if valid else None,
+        "recall": len(gold_cited) / len(gold) if gold else None,
+        "gold_cited": gold_cited,
+        "gold_missed": [g for g in gold_files if g not in gold_cited],
+    }
+
+
+def premise_correction(answer: str, facts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Heuristic: corrected when the answer holds every correcting must-fact, or says so in words."""
+    must = [f for f in facts if f["kind"] == "must"]
+    if all(f["present"] for f in must):
+        return {"corrected": True, "rule": "must_facts", "phrase": None}
+    found = _CORRECTION.search(answer.lower().replace("\u2019", "'"))
+    if found:
+        return {"corrected": True, "rule": "phrase", "phrase": found[1]}
+    return {"corrected": False, "rule": None, "phrase": None}
+
+
+def format_score(score: dict[str, Any]) -> str:
+    """A few readable lines for the terminal."""
+    lines = [f"question {score['id']} ({score['type']}): {score['question']}",
+             f"verdict: {score['verdict']} ({score['reason']})"]
+    for fact in score["facts"]:
+        mark = "present" if fact["present"] else "MISSING"
+        lines.append(f"  {mark:<8} {fact['kind']:<9} {fact['fact']}")
+    c = score["citations"]
+    lines.append(f"citations: {len(c['cited'])} cited, {len(c['valid'])} valid"
+                 + (f", invalid: {', '.join(c['invalid'])}" if c["invalid"] else "")
+                 + f"; precision {_ratio(c['precision'])}, recall {_ratio(c['recall'])} of gold files")
+    if c["gold_missed"]:
+        lines.append(f"  gold files not cited: {', '.join(c['gold_missed'])}")
+    if score["premise"] is not None:
+        p = score["premise"]
+        how = f" (rule: {p['rule']}{': ' + repr(p['phrase']) if p['phrase'] else ''})" if p["corrected"] else ""
+        lines.append(f"false premise corrected: {'yes' if p['corrected'] else 'no'}{how}")
+    if score["judge"] is not None:
+        lines.append(f"judge ({score['judge']['model']}): {score['judge']['verdict']} - {score['judge']['reason']}")
+    return "\n".join(lines)
+
+
+def _ledger(path: Path) -> dict[str, str]:
+    """Source id -> path, from sources.json; empty when the run has none (every citation is then invalid)."""
+    rows = read_json(path, [])
+    if not isinstance(rows, list):
+        return {}
+    return {row["id"]: row.get("path", "") for row in rows if isinstance(row, dict) and "id" in row}
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
