@@ -1,4 +1,4 @@
-"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | knobs | score.
+"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | score | ablate | report | knobs.
 
 Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
 refused; a tool that fails prints its error result and exits with status 1.
@@ -184,6 +184,47 @@ def cmd_retrieval_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ablate(args: argparse.Namespace) -> int:
+    """An ablation sweep: every matrix entry over the chosen questions; run it again to resume."""
+    from searchbox.evaluation.ablation import SUMMARY, format_summary, run_sweep, select_questions
+    from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
+    from searchbox.evaluation.questions import load_questions
+    from searchbox.records.files import read_json
+
+    matrix = load_matrix(Path(args.matrix) if args.matrix else DEFAULT_MATRIX_PATH)
+    ids = [i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None
+    questions = select_questions(load_questions(Path(args.questions)), ids, args.per_type, args.limit)
+    endpoints = [u.strip() for u in args.endpoints.split(",") if u.strip()] if args.endpoints else None
+    base = Settings.resolve(**_parse_overrides(args.set))
+    source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
+    out = Path(args.out)
+    where = f"{len(endpoints)} endpoint(s)" if endpoints else "one model slot"
+    print(f"sweep: {len(matrix)} entries x {len(questions)} questions into {out}, on {where}", flush=True)
+
+    def progress(row: dict, done: int, total: int) -> None:
+        print(f"[{done}/{total}] {row['entry']} {row['question_id']}: {row['score']['verdict']}, "
+              f"{row['turns']} turn(s), {row['tokens']['total']:,} tokens, {row['wall_s'] or 0:.1f}s "
+              f"({row['stop_reason']})", flush=True)
+
+    try:
+        results = run_sweep(matrix, questions, source, out, base, endpoints=endpoints, progress=progress)
+    except KeyboardInterrupt:
+        print("\ninterrupted: run the same command again to resume the sweep", file=sys.stderr)
+        return 130
+    print(format_summary(read_json(out / SUMMARY)))
+    print(f"results: {results}; summary: {out / SUMMARY}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """A sweep's (or retrieval evaluation's) report: FOLDER/report.html and a PNG per chart in FOLDER/charts."""
+    from searchbox.evaluation.report import write_report
+
+    page = write_report(Path(args.folder), on_note=print)
+    print(f"report written to {page}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m searchbox", description="Agentic search over a dataroom.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -232,6 +273,20 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set (JSONL, SPEC 4)")
     evaluation.add_argument("--out", required=True, help="folder for retrieval.json")
     evaluation.set_defaults(func=cmd_retrieval_eval)
+    ablate = sub.add_parser("ablate", help="ablation sweep: matrix entries x questions -> results.jsonl and a summary")
+    ablate.add_argument("--matrix", help="matrix JSON (default: assets/ablation_matrix.json)")
+    ablate.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set JSONL (default: the built-in one)")
+    ablate.add_argument("--dataroom", help="a .zip or a folder (default: the built-in dataroom)")
+    ablate.add_argument("--out", required=True, help="sweep folder (results.jsonl, summary.json, runs/); reuse it to resume")
+    ablate.add_argument("--endpoints", help="url1,url2: one worker per OpenAI-compatible endpoint (default: serial, LLAMA_URL or the built-in model)")
+    ablate.add_argument("--limit", type=int, help="only the first N questions")
+    ablate.add_argument("--ids", help="only these question ids (comma-separated)")
+    ablate.add_argument("--per-type", type=int, help="only the first N questions of each type")
+    ablate.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for every run")
+    ablate.set_defaults(func=cmd_ablate)
+    report = sub.add_parser("report", help="an HTML report with charts (and PNGs) of a sweep or retrieval-eval folder")
+    report.add_argument("folder", metavar="FOLDER", help="a folder with results.jsonl (ablate) and/or retrieval.json (retrieval-eval)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

@@ -10,6 +10,7 @@ import gradio as gr
 
 from searchbox.settings import Settings
 from searchbox.ui.answer import CITATION_CSS, CITATION_JS
+from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import build_explorer
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.run_view import RunView
@@ -36,6 +37,8 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             JobsView(services).build(owner)
         with gr.Tab("Dataroom explorer"):
             build_explorer(settings)
+        with gr.Tab("Compare"):
+            CompareView(settings).build()
         # A visitor's runs belong to an unguessable id kept in their browser.
         app.load(lambda current: current or secrets.token_urlsafe(16), [owner], [owner], api_name=False)
     app.services = services  # type: ignore[attr-defined]

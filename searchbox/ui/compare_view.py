@@ -1,0 +1,158 @@
+"""The Compare tab: an ablation sweep's (or retrieval evaluation's) summary table and charts, and a
+small sweep over the built-in questions started in the background.
+
+It renders what `searchbox.evaluation.report` loads and `report_charts` draws, the same as the
+`report` command's page. Sweeps live in the `sweeps/` folder beside the jobs folder.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.evaluation.questions import load_questions
+from searchbox.evaluation.files import RESULTS, RETRIEVAL
+from searchbox.evaluation.report import SUMMARY_COLUMNS, load_folder, report_figures, results_frame, summary_table
+from searchbox.settings import Settings
+
+# The charts in the order of the tab's plots; a folder without retrieval.json shows those two empty.
+CHARTS = ("score_by_type", "budget_curve", "tool_usage", "cost", "recall_by_method", "recall_by_type")
+
+
+def sweeps_dir(settings: Settings) -> Path:
+    return Path(settings.jobs_dir).parent / "sweeps"
+
+
+def sweep_folders(settings: Settings) -> list[str]:
+    """Folders under sweeps/ that hold something to compare, newest first."""
+    root = sweeps_dir(settings)
+    if not root.is_dir():
+        return []
+    folders = [p for p in root.iterdir() if p.is_dir() and any((p / f).is_file() for f in (RESULTS, RETRIEVAL))]
+    return [str(p) for p in sorted(folders, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)]
+
+
+@dataclass
+class SmallSweep:
+    """The one background sweep this app runs at a time."""
+    folder: Path
+    started: float
+    total: int
+    done: int = 0
+    error: str | None = None
+    finished: float | None = None
+
+
+class CompareView:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sweep: SmallSweep | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def resolve(self, text: str | None) -> Path:
+        """A folder under sweeps/ (by name or path); for the operator, any typed path."""
+        text = (text or "").strip()
+        if not text:
+            raise gr.Error("Choose or type a sweep folder.")
+        root = sweeps_dir(self.settings).resolve()
+        for folder in (Path(text).expanduser(), root / text):
+            folder = folder.resolve()
+            # A public demo's visitors see only the sweeps folder, not the server's file system.
+            if folder.is_dir() and (self.settings.searchbox_operator or folder.is_relative_to(root)):
+                return folder
+        raise gr.Error(f"No sweep folder {text} under {root}" + ("" if self.settings.searchbox_operator else
+                       " (any path is open to the operator: SEARCHBOX_OPERATOR=1)."))
+
+    def load(self, text: str | None) -> tuple[Any, ...]:
+        """(heading, summary table, *the CHARTS figures) of a folder."""
+        folder = self.resolve(text)
+        try:
+            df, retrieval, _ = load_folder(folder)
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from exc
+        parts = []
+        if df is not None:
+            parts.append(f"{len(df)} runs of {df['entry'].nunique()} entries over {df['question_id'].nunique()} questions"
+                         if not df.empty else "no runs yet")
+        if retrieval is not None:
+            parts.append(f"retrieval evaluation of {retrieval.get('questions', '?')} questions")
+        heading = f"**{folder.name}**: {'; '.join(parts)}. A shareable page: `python -m searchbox report {folder}`."
+        df = df if df is not None else results_frame([])
+        figures = report_figures(df, retrieval or {})
+        return (heading, summary_table(df), *(figures[key] for key in CHARTS))
+
+    def start_sweep(self) -> str:
+        """Start the default matrix over one built-in question per type, in the background."""
+        if not self.settings.searchbox_operator:  # 40 runs on a shared model slot: not for a demo's visitors
+            raise gr.Error("Only the operator (SEARCHBOX_OPERATOR=1) can start a sweep here; "
+                           "use python -m searchbox ablate --per-type 1 --out <folder>.")
+        try:
+            from searchbox.evaluation.ablation import run_sweep, select_questions
+            from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
+        except ImportError as exc:
+            raise gr.Error(f"Sweeps are not available in this build (searchbox.evaluation.ablation: {exc}).") from exc
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                raise gr.Error(f"A sweep is already running into {self.sweep.folder}.")
+            try:
+                matrix = load_matrix(DEFAULT_MATRIX_PATH)
+                questions = select_questions(load_questions(BUILTIN_QUESTIONS), per_type=1)
+            except ValueError as exc:
+                raise gr.Error(str(exc)) from exc
+            folder = sweeps_dir(self.settings) / time.strftime("small-%Y%m%d-%H%M%S")
+            sweep = self.sweep = SmallSweep(folder, time.time(), len(matrix) * len(questions))
+
+            def work() -> None:
+                try:
+                    run_sweep(matrix, questions, BUILTIN_DATAROOM, folder, self.settings,
+                              progress=lambda row, done, total: setattr(sweep, "done", done))
+                except Exception as exc:  # shown in the status line: a thread has nobody else to tell
+                    sweep.error = f"{type(exc).__name__}: {exc}"
+                finally:
+                    sweep.finished = time.time()
+
+            self._thread = threading.Thread(target=work, name="small-sweep", daemon=True)
+            self._thread.start()
+        return self.status()
+
+    def status(self) -> str:
+        sweep = self.sweep
+        if sweep is None:
+            return "No sweep started from this app yet."
+        runs = f"{sweep.done} of {sweep.total} runs"
+        if sweep.error:
+            return f"Sweep into `{sweep.folder}` failed after {runs}: {sweep.error}"
+        if sweep.finished is not None:
+            return f"Sweep finished in {sweep.finished - sweep.started:,.0f} s: {runs} in `{sweep.folder}`. Load it above."
+        return f"Sweep running for {time.time() - sweep.started:,.0f} s: {runs} done, into `{sweep.folder}`."
+
+    def build(self) -> None:
+        with gr.Row():
+            folder = gr.Dropdown(sweep_folders(self.settings), label="Sweep folder (or type a path)",
+                                 allow_custom_value=True, scale=4)
+            rescan = gr.Button("Rescan", scale=0)
+            load = gr.Button("Load", variant="primary", scale=0)
+        heading = gr.Markdown()
+        table = gr.Dataframe(headers=SUMMARY_COLUMNS, label="Per entry (means per run)", interactive=False)
+        plots = [gr.Plot(label=key, show_label=False) for key in CHARTS]  # each figure carries its title
+        with gr.Accordion("Run a small sweep", open=False):
+            gr.Markdown("The default matrix over one built-in question per type, with this app's model settings, "
+                        f"into `{sweeps_dir(self.settings)}`. Its runs share the model with the job queue and "
+                        "take a while; operator only.")
+            with gr.Row():
+                start = gr.Button("Run a small sweep")
+                refresh = gr.Button("Refresh status")
+            status = gr.Markdown(self.status())
+
+        rescan.click(lambda: gr.update(choices=sweep_folders(self.settings)), None, [folder], api_name=False)
+        load.click(self.load, [folder], [heading, table, *plots], api_name="compare_load")
+        start.click(self.start_sweep, None, [status], api_name=False)
+        refresh.click(self.status, None, [status], api_name=False)
+

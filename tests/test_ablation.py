@@ -1,0 +1,287 @@
+"""The ablation sweep: real runs (real job folders, tools, records, scoring) against a scripted
+endpoint that answers each request from its content; stop and resume; a pool of two endpoints; the
+matrix file; and one sweep through the CLI with the real packaged model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SMALL_DATAROOM, write_tree
+from scripted_endpoint import Reply, ScriptedEndpoint
+from searchbox.agent.control import RunControl
+from searchbox.agent.events import Event, Listener
+from searchbox.agent.run import connect_and_run
+from searchbox.evaluation.ablation import run_sweep, select_questions, summarize
+from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
+                                         load_matrix, parse_matrix)
+from searchbox.records.files import read_json, read_jsonl
+from searchbox.settings import Settings
+from searchbox.tools.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QUESTIONS = [
+    {"id": "lease", "question": "When does the office lease at 14 Harbour Street end?", "answer": "31 March 2029",
+     "must_facts": ["31 March 2029"], "gold_files": ["legal/lease.txt"], "type": "literal"},
+    {"id": "leave", "question": "How much holiday and parental leave do staff get?",
+     "answer": "28 days of holiday; sixteen weeks of parental leave at full pay",
+     "must_facts": ["28 days", "sixteen weeks"], "gold_files": ["hr/handbook.md"], "type": "paraphrased"},
+    {"id": "dublin", "question": "Why did hosting spend rise after the move to the Dublin data centre?",
+     "answer": "It fell, after a move to Frankfurt, not Dublin.", "must_facts": ["Frankfurt", "fell"],
+     "gold_files": ["finance/costs.md"], "type": "negative"},
+]
+# What the scripted model reads for each question, then answers: correct, partial, wrong (wrong file).
+PLAN = {
+    QUESTIONS[0]["question"]: ("legal/lease.txt", "The lease runs until 31 March 2029 [s1]."),
+    QUESTIONS[1]["question"]: ("hr/handbook.md", "Staff get 28 days of paid holiday [s1]."),
+    QUESTIONS[2]["question"]: ("tech/security.md", "Hosting went up because of encryption [s1]."),
+}
+MATRIX = {"entries": [
+    {"name": "kw-b1", "overrides": {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}},
+    # lower-case knob names; an effort whose budget the explicit override replaces
+    {"name": "none-b2f", "effort": "Balanced", "overrides": {"searchbox_tools": "", "turn_budget": "2"}},
+]}
+TIMING_FIELDS = ("wall_s",)
+ROW_FIELDS = {"entry", "question_id", "type", "overrides", "endpoint", "stop_reason", "done", "turns", "budget",
+              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "score", "job_dir"}
+
+
+def answer_from_content(body: dict[str, Any]) -> Reply:
+    path, answer = PLAN[body["messages"][1]["content"]]
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return Reply(tool_calls=[{"name": "read", "arguments": {"path": f"dataroom/{path}"}}])
+    return Reply(text=answer)
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[ScriptedEndpoint]:
+    with ScriptedEndpoint(default=answer_from_content) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def dataroom(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tree(tmp_path_factory.mktemp("room"), SMALL_DATAROOM)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def base_settings(cache: Path, url: str = "") -> Settings:
+    return Settings.resolve(env={}, llama_url=url, model_id="scripted", retrieval_preset="packaged",
+                            searchbox_cache_dir=str(cache))
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory, endpoint: ScriptedEndpoint, dataroom: Path,
+             cache: Path) -> Path:
+    """An uninterrupted serial sweep: the reference the other sweeps must equal."""
+    out = tmp_path_factory.mktemp("baseline")
+    run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, out, base_settings(cache, endpoint.url))
+    return out
+
+
+def comparable(rows: list[dict[str, Any]], *ignore: str) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k not in (*TIMING_FIELDS, *ignore)} for row in rows]
+
+
+def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, endpoint: ScriptedEndpoint) -> None:
+    rows = read_jsonl(baseline / "results.jsonl")
+    assert [(r["entry"], r["question_id"]) for r in rows] == [
+        (e, q["id"]) for e in ("kw-b1", "none-b2f") for q in QUESTIONS]
+    for row in rows:
+        assert set(row) == ROW_FIELDS
+        assert row["endpoint"] == endpoint.url and row["done"] and row["wall_s"] > 0
+        assert row["tool_counts"] == {"read": 1} and row["tool_calls"] == 1 and row["bash_programs"] == {}
+        assert (baseline / row["job_dir"] / "run_meta.json").exists()
+        assert row["job_dir"] == f"runs/{row['entry']}/{row['question_id']}"
+
+    kw, forced = rows[0], rows[3]
+    assert kw["overrides"] == {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}
+    assert kw["stop_reason"] == "first_turn_done" and (kw["turns"], kw["budget"], kw["force_budget"]) == (1, 1, False)
+    assert kw["tokens"] == {"input": 24, "output": 10, "cacheRead": 0, "cacheWrite": 0, "total": 34}  # 2 requests
+    assert forced["overrides"] == {"TURN_BUDGET": 2, "FORCE_BUDGET": True, "SEARCHBOX_TOOLS": ""}
+    assert forced["stop_reason"] == "budget_spent" and (forced["turns"], forced["force_budget"]) == (2, True)
+    assert forced["tokens"]["total"] == 51  # a third request: the answer to Continue.
+
+    scores = {r["question_id"]: r["score"] for r in rows[:3]}
+    assert scores["lease"] == {"verdict": "correct", "fact_recall": 1.0, "citation_validity": 1.0,
+                               "citation_precision": 1.0, "citation_recall": 1.0, "premise_corrected": None}
+    assert scores["leave"]["verdict"] == "partial" and scores["leave"]["fact_recall"] == 0.5
+    assert scores["dublin"] == {"verdict": "wrong", "fact_recall": 0.0, "citation_validity": 1.0,
+                                "citation_precision": 0.0, "citation_recall": 0.0, "premise_corrected": False}
+
+    summary = read_json(baseline / "summary.json")
+    assert summary["runs"] == 6 and [e["entry"] for e in summary["entries"]] == ["kw-b1", "none-b2f"]
+    for entry, turns, tokens in zip(summary["entries"], (1.0, 2.0), (34.0, 51.0)):
+        assert (entry["runs"], entry["correct"], entry["partial"], entry["wrong"]) == (3, 1, 1, 1)
+        assert entry["accuracy"] == 0.5 and entry["fact_recall"] == 0.5 and entry["citation_precision"] == 0.6667
+        assert entry["turns"] == turns and entry["tokens"] == tokens and entry["wall_s"] > 0
+        assert entry["top_tools"] == {"read": 3}
+        assert entry["by_type"]["literal"] == {"runs": 1, "accuracy": 1.0}
+    assert summary == summarize(rows, ["kw-b1", "none-b2f"])
+
+    sweep = read_json(baseline / "sweep.json")
+    assert sweep["question_ids"] == ["lease", "leave", "dublin"] and sweep["runs"] == sweep["completed"] == 6
+    assert [e["name"] for e in sweep["matrix"]["entries"]] == ["kw-b1", "none-b2f"]
+    assert sweep["wall_s"] > 0 and sweep["ended_at"] >= sweep["started_at"]
+
+
+class KillingRunFn:
+    """connect_and_run, stopped the way a sweep can be: a kill after a run, mid-run, or a clean Ctrl-C."""
+
+    def __init__(self, mode: str | None = None) -> None:
+        self.mode = mode
+        self.jobs: list[str] = []
+
+    def __call__(self, job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
+        self.jobs.append(f"{job_dir.parent.name}/{job_dir.name}")
+        n = len(self.jobs)
+        if self.mode == "mid_run" and n == 4:
+            listeners = [*listeners, self._kill_at_first_tool]
+        if self.mode == "clean_stop" and n == 4:
+            listeners = [*listeners, lambda event: control.request("interrupted") if event.type == "tool_end" else None]
+        reason = connect_and_run(job_dir, settings, control, listeners)
+        if (self.mode == "after_run" and n == 3) or (self.mode == "clean_stop" and n == 4):
+            raise KeyboardInterrupt
+        return reason
+
+    @staticmethod
+    def _kill_at_first_tool(event: Event) -> None:
+        if event.type == "tool_end":
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("mode", ["after_run", "mid_run", "clean_stop"])
+def test_a_stopped_sweep_resumes_where_it_left_off(mode: str, baseline: Path, endpoint: ScriptedEndpoint,
+                                                   dataroom: Path, cache: Path, tmp_path: Path) -> None:
+    matrix, base, out = parse_matrix(MATRIX), base_settings(cache, endpoint.url), tmp_path / "sweep"
+    first = KillingRunFn(mode)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=first)
+    assert len(first.jobs) == (3 if mode == "after_run" else 4)
+    assert len(read_jsonl(out / "results.jsonl")) == (2 if mode == "after_run" else 3)
+    fourth = out / "runs" / "none-b2f" / "lease"
+    if mode == "clean_stop":
+        assert read_json(fourth / "run_meta.json")["stop_reason"] == "interrupted"
+
+    again = KillingRunFn()
+    run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=again)
+    assert again.jobs == ["none-b2f/lease", "none-b2f/leave", "none-b2f/dublin"]  # finished runs not re-run
+    assert comparable(read_jsonl(out / "results.jsonl")) == comparable(read_jsonl(baseline / "results.jsonl"))
+    starts = [e["resumed"] for e in read_jsonl(fourth / "events.jsonl") if e["type"] == "run_start"]
+    # A clean stop resumes from the session; a run cut off mid-way is run again from scratch.
+    assert starts == ([False, True] if mode == "clean_stop" else [False])
+
+
+def test_two_endpoints_share_the_runs_and_give_the_serial_results(baseline: Path, dataroom: Path, cache: Path,
+                                                                  tmp_path: Path) -> None:
+    with ScriptedEndpoint(default=answer_from_content) as one, ScriptedEndpoint(default=answer_from_content) as two:
+        results = run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "pool", base_settings(cache),
+                            endpoints=[one.url, two.url])
+        assert one.requests and two.requests
+        rows = read_jsonl(results)
+        assert {r["endpoint"] for r in rows} == {one.url, two.url}
+    assert comparable(rows, "endpoint") == comparable(read_jsonl(baseline / "results.jsonl"), "endpoint")
+
+
+def test_the_default_matrix_and_its_asset() -> None:
+    groups = {g: ",".join(t.name for t in load_catalog() if t.group == g) for g in ("high", "low")}
+    tools = {e["name"]: e["overrides"]["SEARCHBOX_TOOLS"] for e in DEFAULT_MATRIX["entries"]}
+    assert tools == {"high-b1": groups["high"], "high-b4f": groups["high"], "low-b1": groups["low"],
+                     "low-b4f": groups["low"], "keyword-b1": "keyword_search", "keyword-b4f": "keyword_search",
+                     "none-b1": "", "none-b4f": ""}
+    for entry in DEFAULT_MATRIX["entries"]:
+        forced = entry["name"].endswith("-b4f")
+        assert entry["overrides"]["TURN_BUDGET"] == (4 if forced else 1)
+        assert entry["overrides"]["FORCE_BUDGET"] is forced
+    assert json.loads(DEFAULT_MATRIX_PATH.read_text()) == DEFAULT_MATRIX, \
+        "assets/ablation_matrix.json is stale: python -m searchbox.evaluation.matrix"
+    assert [e.name for e in load_matrix(DEFAULT_MATRIX_PATH)] == list(tools)
+
+
+def test_matrix_entries_are_normalized_and_bad_ones_named() -> None:
+    entries = parse_matrix({"entries": [{"name": "q", "effort": "Thorough", "overrides": {"force_budget": "off"}}]})
+    assert entries == [MatrixEntry("q", {"turn_budget": 8, "force_budget": False})]
+    bad = [
+        ({"name": "typo", "overrides": {"TURN_BUDGT": 3}}, "'typo'.*TURN_BUDGT"),
+        ({"name": "words", "overrides": {"TURN_BUDGET": "many"}}, "'words'.*TURN_BUDGET must be a whole number"),
+        ({"name": "zero", "overrides": {"TURN_BUDGET": 0}}, "'zero'.*at least 1"),
+        ({"name": "tools", "overrides": {"SEARCHBOX_TOOLS": "teleport"}}, "'tools'.*teleport"),
+        ({"name": "lazy", "effort": "Slow"}, "'lazy'.*effort"),
+        ({"name": "../up"}, "name"),
+    ]
+    for entry, message in bad:
+        with pytest.raises(MatrixError, match=message):
+            parse_matrix({"entries": [entry]})
+    with pytest.raises(MatrixError, match="'twice' appears twice"):
+        parse_matrix({"entries": [{"name": "twice"}, {"name": "twice"}]})
+
+
+def test_an_entry_that_clashes_with_the_base_fails_before_any_run(tmp_path: Path, dataroom: Path) -> None:
+    entries = parse_matrix({"entries": [{"name": "ok"}, {"name": "overlap", "overrides": {"CHUNK_OVERLAP": 150}}]})
+    base = Settings.resolve(env={}, chunk_size=200, chunk_overlap=50)
+
+    def never(*args: Any) -> str:
+        raise AssertionError("no run may start")
+
+    with pytest.raises(MatrixError, match="'overlap'.*CHUNK_OVERLAP"):
+        run_sweep(entries, QUESTIONS, dataroom, tmp_path / "out", base, run_fn=never)
+    assert not (tmp_path / "out").exists()
+
+
+def test_resuming_into_a_folder_of_another_matrix_is_refused(baseline: Path, dataroom: Path, cache: Path,
+                                                             endpoint: ScriptedEndpoint) -> None:
+    changed = parse_matrix({"entries": [{"name": "kw-b1", "overrides": {"TURN_BUDGET": 3}}]})
+    with pytest.raises(MatrixError, match="'kw-b1' had other overrides"):
+        run_sweep(changed, QUESTIONS, dataroom, baseline, base_settings(cache, endpoint.url))
+
+
+def test_question_selection() -> None:
+    assert [q["id"] for q in select_questions(QUESTIONS, ids=["dublin", "lease"])] == ["lease", "dublin"]
+    twin = {**QUESTIONS[0], "id": "lease2"}
+    assert [q["id"] for q in select_questions([QUESTIONS[0], twin, *QUESTIONS[1:]], per_type=1)] == [
+        "lease", "leave", "dublin"]
+    assert [q["id"] for q in select_questions(QUESTIONS, limit=2)] == ["lease", "leave"]
+    with pytest.raises(ValueError, match="nope"):
+        select_questions(QUESTIONS, ids=["nope"])
+
+
+def test_a_sweep_with_the_real_packaged_model_through_the_cli(tmp_path: Path) -> None:
+    matrix = tmp_path / "matrix.json"
+    matrix.write_text(json.dumps({"entries": [
+        {"name": "keyword-b1", "overrides": {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}}]}))
+    out = tmp_path / "sweep"
+    knobs = {"LLM_GGUF": "packaged:gemma3-270m", "RETRIEVAL_PRESET": "packaged", "CONTEXT_WINDOW": "4096",
+             "MAX_OUTPUT_TOKENS": "48", "MAX_STEPS_PER_TURN": "2", "FORCE_TOOL_STEPS": "1",
+             "SEARCHBOX_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "searchbox", "ablate", "--matrix", str(matrix), "--ids", "q001", "--out", str(out)]
+    for knob, value in knobs.items():
+        command += ["--set", f"{knob}={value}"]
+    env = {k: v for k, v in os.environ.items() if k not in ("LLAMA_URL", "MODEL_ID")} | {"HF_HUB_OFFLINE": "1"}
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    print(f"real-model sweep took {time.monotonic() - started:.1f}s")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "[1/1] keyword-b1 q001:" in result.stdout and "top tools" in result.stdout
+
+    [row] = read_jsonl(out / "results.jsonl")
+    assert set(row) == ROW_FIELDS and row["endpoint"] is None and row["budget"] == 1
+    assert row["score"]["verdict"] in ("correct", "partial", "wrong") and row["tool_calls"] >= 1
+    meta = read_json(out / row["job_dir"] / "run_meta.json")
+    assert meta["model_id"].startswith("gemma-3-270m") and meta["tools_enabled"]
+    assert row["tokens"] == {k: meta["tokens"].get(k, 0) for k in row["tokens"]} and row["turns"] == meta["turns"]
+    summary = read_json(out / "summary.json")
+    assert summary["runs"] == 1 and summary["entries"][0]["entry"] == "keyword-b1"
+    assert read_json(out / "sweep.json")["question_ids"] == ["q001"]

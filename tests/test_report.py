@@ -1,0 +1,233 @@
+"""Reports of an ablation sweep and a retrieval evaluation: the charts, the HTML page, its PNGs, the
+report command and the app's Compare tab, all from hand-built result files."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from plotly.offline import get_plotlyjs
+
+from searchbox.evaluation import report_charts as charts
+from searchbox.evaluation.report import (configurations, load_results, report_figures, results_frame, strip_budget,
+                                         summary_table, write_report)
+from searchbox.settings import Settings
+from searchbox.ui.compare_view import CompareView, sweep_folders
+
+TYPES = ["literal", "paraphrased", "multihop", "aggregate", "negative"]
+ENTRIES = {  # entry: (overrides, budget, forced)
+    "high_level_b1": ({"searchbox_tools": "search_dataroom,answer_question", "turn_budget": 1}, 1, True),
+    "high_level_b4": ({"searchbox_tools": "search_dataroom,answer_question", "turn_budget": 4, "force_budget": True}, 4, True),
+    "no_tools_b1": ({"searchbox_tools": "", "turn_budget": 1}, 1, True),
+    "no_tools_b4": ({"searchbox_tools": "", "turn_budget": 4, "force_budget": True}, 4, True),
+    "baseline": ({}, 10, False),
+}
+CHART_TITLES = ["Accuracy by configuration and question type", "Accuracy against turn budget (budget forcing)",
+                "Tool calls per run (bash by program)", "Tokens and wall time per run",
+                "Retrieval recall@k by method", "Retrieval recall@5 by question type"]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def result_row(entry: str, index: int, qtype: str) -> dict[str, Any]:
+    overrides, budget, forced = ENTRIES[entry]
+    grep_only = overrides.get("searchbox_tools") == ""
+    verdict = ("correct", "partial", "wrong")[(index * budget + len(entry)) % 3]
+    tool_counts = {"bash": 3, "read": 1} if grep_only else {"search_dataroom": 2, "answer_question": 1, "bash": 1}
+    programs = {"grep": 2, "head": 1, "wc": 1} if grep_only else {"ls": 1}
+    cited = index % 2 == 0
+    tokens = {"input": 4000 * budget, "output": 300 * budget, "cacheRead": 2500 * budget, "cacheWrite": 0}
+    return {
+        "entry": entry, "question_id": f"q{index:03d}", "type": qtype, "overrides": overrides,
+        "endpoint": None, "stop_reason": "budget" if forced else "done", "done": True,
+        "turns": budget if forced else 3, "budget": budget, "force_budget": forced and budget > 1,
+        "tokens": tokens | {"total": tokens["input"] + tokens["output"]},
+        "tool_calls": sum(tool_counts.values()), "tool_counts": tool_counts, "bash_programs": programs,
+        "wall_s": 12.5 * budget + index,
+        "score": {"verdict": verdict, "fact_recall": {"correct": 1.0, "partial": 0.5, "wrong": 0.0}[verdict],
+                  "citation_validity": 1.0 if cited else None, "citation_precision": 0.5 if cited else None,
+                  "citation_recall": 1.0 if cited else None,
+                  "premise_corrected": (verdict == "correct") if qtype == "negative" else None},
+        "job_dir": f"runs/{entry}/q{index:03d}",
+    }
+
+
+def retrieval_result() -> dict[str, Any]:
+    methods = {}
+    for rank, method in enumerate(("grep", "bm25", "dense", "hybrid", "dense+rerank")):
+        recall = {f"R@{k}": round(min(1.0, 0.3 + 0.1 * rank + 0.05 * k), 4) for k in (1, 5, 10)}
+        methods[method] = {"all": recall, "by_type": {t: {k: round(v * (0.6 + 0.08 * i), 4) for k, v in recall.items()}
+                                                      for i, t in enumerate(TYPES)}}
+    return {"questions": 10, "methods": methods, "per_question": []}
+
+
+def write_sweep(folder: Path, retrieval: bool = True) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [result_row(entry, i, TYPES[i % len(TYPES)]) for entry in ENTRIES for i in range(10)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "sweep.json").write_text(json.dumps({"matrix": {e: o for e, (o, _, _) in ENTRIES.items()},
+                                                   "question_ids": [f"q{i:03d}" for i in range(10)], "wall_s": 812.4}))
+    if retrieval:
+        (folder / "retrieval.json").write_text(json.dumps(retrieval_result()))
+    return folder
+
+
+def is_empty(figure: go.Figure) -> bool:
+    return any(a.text == "no data" for a in figure.layout.annotations)
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    return write_sweep(tmp_path / "sweep")
+
+
+def test_results_are_flattened_with_accuracy_and_configuration(sweep: Path) -> None:
+    df = load_results(sweep)
+    assert len(df) == 50 and {"score.verdict", "score.citation_precision", "tokens.total", "accuracy", "config"} <= set(df.columns)
+    assert set(df["accuracy"]) == {0.0, 0.5, 1.0}
+    assert df["score.citation_precision"].isna().sum() == 25
+    configs = dict(zip(df["entry"], df["config"]))
+    assert configs["high_level_b1"] == configs["high_level_b4"] == "high_level"
+    assert configs["no_tools_b4"] == "no_tools" and configs["baseline"] == "baseline"
+
+    table = summary_table(df)
+    assert list(table["entry"]) == list(ENTRIES) and set(table["runs"]) == {10}
+    assert table.loc[table["entry"] == "no_tools_b4", "tokens"].item() == 4 * 4300
+
+
+def test_configuration_is_the_overrides_but_the_budget() -> None:
+    assert strip_budget("high-b4f", 4) == "high" and strip_budget("high_level_b4", 4) == "high_level"
+    assert strip_budget("dense-budget-8", 8) == "dense" and strip_budget("qwen-32", 4) == "qwen-32"
+    rows = [{"entry": name, "budget": budget, "overrides": {"SEARCHBOX_TOOLS": tools, "TURN_BUDGET": budget}}
+            for name, tools, budget in (("high-b1", "a,b", 1), ("high-b4f", "a,b", 4), ("fast", "", 1), ("slow", "", 8))]
+    assert configurations(results_frame(rows)) == ["high", "high", "fast / slow", "fast / slow"]
+
+
+def test_every_chart_has_data(sweep: Path) -> None:
+    df = load_results(sweep)
+    figures = report_figures(df, json.loads((sweep / "retrieval.json").read_text()))
+    assert [f.layout.title.text.split(" (")[0] for f in figures.values()] == [t.split(" (")[0] for t in CHART_TITLES]
+    assert not any(is_empty(f) for f in figures.values())
+    curve = figures["budget_curve"]
+    lines = {t.name: t for t in curve.data}
+    assert set(lines) == {"high_level", "no_tools", "baseline", "forced", "not forced"}
+    assert list(lines["high_level"].x) == [1, 4] and lines["high_level"].marker.color[0] == "white"  # b1 unforced
+    tools = {t.name: t for t in figures["tool_usage"].data}
+    assert {"bash: grep", "bash: head", "search_dataroom", "read"} <= set(tools) and "bash" not in tools
+    assert dict(zip(tools["bash: grep"].y, tools["bash: grep"].x))["no_tools_b1"] == 2
+
+
+def test_every_chart_shows_no_data_on_empty_input() -> None:
+    empty = results_frame([])
+    figures = [charts.score_by_type(empty), charts.budget_curve(empty), charts.tool_usage(empty), charts.cost(empty),
+               charts.recall_by_method(None), charts.recall_by_type({"methods": {}})]
+    assert all(is_empty(f) for f in figures)
+    assert summary_table(empty).empty
+
+
+def test_report_is_self_contained_with_every_chart_and_pngs(sweep: Path) -> None:
+    notes: list[str] = []
+    page = write_report(sweep, on_note=notes.append)
+    text = page.read_text()
+    for key in ("score_by_type", "budget_curve", "tool_usage", "cost", "recall_by_method", "recall_by_type"):
+        assert f'id="chart-{key}"' in text
+    for title in CHART_TITLES:
+        assert title in text
+    assert not re.search(r"<script[^>]*\bsrc=", text), "the report must not load scripts from anywhere"
+    assert text.count(get_plotlyjs()[-300:]) == 1  # the library inlined once, not once per chart
+    assert "high_level_b4" in text and "citation precision" in text
+    pngs = sorted((sweep / "charts").glob("*.png"))
+    if CHROMIUM is None:
+        assert pngs == [] and any("skipped" in n for n in notes)
+        return
+    assert [p.stem for p in pngs] == sorted(["score_by_type", "budget_curve", "tool_usage", "cost",
+                                             "recall_by_method", "recall_by_type"]), notes
+    assert all(p.stat().st_size > 5_000 for p in pngs)
+
+
+def test_empty_and_missing_results(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="nothing to report"):
+        write_report(tmp_path)
+    (tmp_path / "results.jsonl").write_text("")
+    notes: list[str] = []
+    text = write_report(tmp_path, on_note=notes.append).read_text()
+    assert "No runs in results.jsonl yet." in text and "no data" in text
+
+
+def test_retrieval_only_folder(tmp_path: Path) -> None:
+    (tmp_path / "retrieval.json").write_text(json.dumps(retrieval_result()))
+    text = write_report(tmp_path, on_note=lambda note: None).read_text()
+    assert 'id="chart-recall_by_type"' in text and 'id="chart-cost"' not in text
+
+
+def test_report_command(sweep: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "searchbox", "report", str(sweep)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert str(sweep / "report.html") in done.stdout
+    assert ("PNGs written" in done.stdout) == (CHROMIUM is not None)
+    missing = subprocess.run([sys.executable, "-m", "searchbox", "report", str(sweep / "nope")], capture_output=True,
+                             text=True, cwd=Path(__file__).resolve().parents[1], timeout=60)
+    assert missing.returncode == 2 and "nothing to report" in missing.stderr
+
+
+def test_compare_view_loads_a_sweep_folder(tmp_path: Path) -> None:
+    settings = Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / "jobs"))
+    folder = write_sweep(tmp_path / "sweeps" / "exp1")
+    write_sweep(tmp_path / "sweeps" / "exp2", retrieval=False)
+    assert sweep_folders(settings) == [str(tmp_path / "sweeps" / "exp2"), str(folder)]  # newest first
+    view = CompareView(settings)
+    with gr.Blocks():
+        view.build()
+    heading, table, *figures = view.load("exp1")  # a name under sweeps/ or a full path
+    assert "50 runs" in heading
+    assert isinstance(table, pd.DataFrame) and list(table["entry"]) == list(ENTRIES)
+    assert len(figures) == 6 and all(isinstance(f, go.Figure) for f in figures)
+    assert not any(is_empty(f) for f in figures)
+    _, _, *figures = view.load(str(tmp_path / "sweeps" / "exp2"))
+    assert is_empty(figures[-1]) and not is_empty(figures[0])  # no retrieval.json there
+    with pytest.raises(gr.Error):
+        view.load(str(tmp_path / "nowhere"))
+    outside = write_sweep(tmp_path / "elsewhere")
+    with pytest.raises(gr.Error, match="operator"):  # a demo's visitors see only the sweeps folder
+        view.load(str(outside))
+    assert CompareView(settings.with_overrides(searchbox_operator=True)).load(str(outside))[1] is not None
+
+
+def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from searchbox.evaluation import ablation
+    from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
+
+    calls, release = [], threading.Event()
+
+    def fake_sweep(matrix, questions, dataroom, out, base, progress=None, **_):
+        release.wait(10)
+        calls.append((len(matrix), sorted(q["type"] for q in questions)))
+        write_sweep(out, retrieval=False)
+        for done in range(1, 4):
+            progress({}, done, len(matrix) * len(questions))
+        return out / "results.jsonl"
+
+    monkeypatch.setattr(ablation, "run_sweep", fake_sweep)
+    settings = Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / "jobs"))
+    with pytest.raises(gr.Error, match="operator"):
+        CompareView(settings).start_sweep()
+    view = CompareView(settings.with_overrides(searchbox_operator=True))
+    assert "running" in view.start_sweep() and "0 of " in view.status()
+    with pytest.raises(gr.Error, match="already running"):
+        view.start_sweep()
+    release.set()
+    view._thread.join(10)
+    entries = len(load_matrix(DEFAULT_MATRIX_PATH))
+    assert calls == [(entries, sorted(TYPES))]  # the default matrix, one question per type
+    assert view.status().startswith("Sweep finished") and f"3 of {entries * 5} runs" in view.status()
+    assert sweep_folders(settings) == [str(view.sweep.folder)]
