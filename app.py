@@ -21,7 +21,8 @@ def main() -> None:
     settings = Settings.resolve()
     auth = tuple(settings.searchbox_auth.split(":", 1)) if ":" in settings.searchbox_auth else None
     build_app(settings).queue(default_concurrency_limit=8).launch(
-        server_name=args.host, server_port=args.port, share=args.share, auth=auth, **LAUNCH_OPTIONS
+        server_name=args.host, server_port=args.port, share=args.share, auth=auth,
+        max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **LAUNCH_OPTIONS
     )
 
 

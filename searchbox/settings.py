@@ -111,6 +111,7 @@ class Settings:
     )
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
     searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")
+    searchbox_max_upload_mb: int = knob(200, "the app refuses uploads larger than this before storing them")
     searchbox_visitor_endpoints: bool = knob(
         False, "visitors of the app may point a run at an LLM endpoint URL of their own (keep off on a public demo)"
     )
@@ -166,6 +167,8 @@ class Settings:
         for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.upper()} must be at least 1")
+        if self.searchbox_max_upload_mb < 1:
+            raise SettingsError("SEARCHBOX_MAX_UPLOAD_MB must be at least 1")
         if self.force_tool_steps < 0:
             raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")
         if self.dense_prefilter < 0:

@@ -47,3 +47,15 @@ def test_a_bad_upload_gets_a_clear_error(app_url: str, tmp_path: Path) -> None:
     client = Client(app_url, verbose=False)
     with pytest.raises(Exception, match="not a zip"):
         client.predict(handle_file(str(fake)), api_name="/load_dataroom")
+
+
+def test_an_upload_over_the_size_limit_is_refused(tmp_path_factory: pytest.TempPathFactory) -> None:
+    big = tmp_path_factory.mktemp("big") / "room.zip"
+    with zipfile.ZipFile(big, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("a/noise.bin", bytes(range(256)) * (6 * 1024 * 1024 // 256))
+    with running_app(tmp_path_factory.mktemp("app-small"), SEARCHBOX_MAX_UPLOAD_MB="5") as url:
+        client = Client(url, verbose=False)
+        with pytest.raises(Exception, match="maximum file size"):
+            client.predict(handle_file(str(big)), api_name="/load_dataroom")
+    jobs = list((tmp_path_factory.getbasetemp()).rglob("noise.bin"))
+    assert not any("app-small" in str(p) for p in jobs)  # nothing of it was stored
