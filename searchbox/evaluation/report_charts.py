@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from searchbox.evaluation.questions import QUESTION_TYPES
-from searchbox.ui.charts import HEIGHT, _layout
+from searchbox.ui.charts import HEIGHT, empty_figure, layout
 
 # A verdict as a number, so a mean is an accuracy that gives half credit for a partial answer.
 _ACCURACY_AXIS = "accuracy (correct 1, partial ½)"
@@ -41,7 +41,7 @@ def score_by_type(df: pd.DataFrame) -> go.Figure:
     title = "Accuracy by configuration and question type"
     scored = df.dropna(subset=["accuracy"]) if not df.empty else df
     if scored.empty:
-        return _empty(title)
+        return empty_figure(title, "no data")
     order = entries(scored)
     stats = scored.groupby(["type", "entry"])["accuracy"].agg(["mean", "count"])
     bars = []
@@ -54,7 +54,7 @@ def score_by_type(df: pd.DataFrame) -> go.Figure:
     figure.update_layout(barmode="group")
     figure.update_yaxes(title_text=_ACCURACY_AXIS, range=[0, 1.05])
     figure.update_xaxes(title_text=None, automargin=True)
-    return _layout(figure, title, HEIGHT + 60)
+    return layout(figure, title, HEIGHT + 60)
 
 
 def budget_curve(df: pd.DataFrame) -> go.Figure:
@@ -63,7 +63,7 @@ def budget_curve(df: pd.DataFrame) -> go.Figure:
     title = "Accuracy against turn budget (budget forcing)"
     scored = df.dropna(subset=["accuracy", "budget"]) if not df.empty else df
     if scored.empty:
-        return _empty(title)
+        return empty_figure(title, "no data")
     stats = scored.groupby(["config", "budget", "force_budget"])["accuracy"].agg(["mean", "count"]).reset_index()
     figure = go.Figure()
     for config, color in zip(dict.fromkeys(scored["config"]), cycle(_TOOL_COLORS)):
@@ -80,7 +80,7 @@ def budget_curve(df: pd.DataFrame) -> go.Figure:
                                     marker={"size": 11, "color": fill, "line": {"width": 2, "color": "#616161"}}))
     figure.update_xaxes(title_text="turn budget", tickmode="array", tickvals=sorted(scored["budget"].unique()))
     figure.update_yaxes(title_text=_ACCURACY_AXIS, range=[0, 1.05])
-    return _layout(figure, title, HEIGHT + 60)
+    return layout(figure, title, HEIGHT + 60)
 
 
 def tool_usage(df: pd.DataFrame) -> go.Figure:
@@ -88,14 +88,14 @@ def tool_usage(df: pd.DataFrame) -> go.Figure:
     by the programs its commands ran ("bash: grep"; a pipeline counts each)."""
     title = "Tool calls per run (bash by program)"
     if df.empty:
-        return _empty(title)
+        return empty_figure(title, "no data")
     order = entries(df)
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for row in df.itertuples(index=False):
         for name, count in run_tool_counts(row.tool_counts, row.bash_programs).items():
             totals[name][row.entry] += count
     if not totals:
-        return _empty(title)
+        return empty_figure(title, "no data")
     runs = df["entry"].value_counts()
     tools = sorted(totals, key=lambda name: (name.startswith("bash"), -sum(totals[name].values()), name))
     plain, bash = cycle(_TOOL_COLORS), cycle(_BASH_COLORS)
@@ -108,7 +108,7 @@ def tool_usage(df: pd.DataFrame) -> go.Figure:
     figure.update_layout(barmode="stack", legend={"traceorder": "normal"})
     figure.update_xaxes(title_text="mean calls per run")
     figure.update_yaxes(title_text=None, automargin=True, categoryorder="array", categoryarray=order[::-1])
-    return _layout(figure, title, max(HEIGHT, 120 + 36 * len(order)))
+    return layout(figure, title, max(HEIGHT, 120 + 36 * len(order)))
 
 
 def run_tool_counts(tool_counts: Any, bash_programs: Any) -> dict[str, int]:
@@ -123,7 +123,7 @@ def cost(df: pd.DataFrame) -> go.Figure:
     """Tokens (uncached input, cache read, output) and wall time per run, side by side per entry."""
     title = "Tokens and wall time per run"
     if df.empty:
-        return _empty(title)
+        return empty_figure(title, "no data")
     order = entries(df)
     means = df.groupby("entry")[["tokens.input", "tokens.cacheRead", "tokens.output", "wall_s"]].mean().reindex(order)
     # Prompt tokens include those read from the cache (as in charts.turn_deltas): the three parts sum to total.
@@ -139,7 +139,7 @@ def cost(df: pd.DataFrame) -> go.Figure:
     figure.update_yaxes(title_text="mean tokens per run", row=1, col=1)
     figure.update_yaxes(title_text="mean wall seconds per run", row=1, col=2)
     figure.update_xaxes(automargin=True)
-    return _layout(figure, title, HEIGHT + 60)
+    return layout(figure, title, HEIGHT + 60)
 
 
 def recall_by_method(retrieval: dict[str, Any] | None) -> go.Figure:
@@ -147,7 +147,7 @@ def recall_by_method(retrieval: dict[str, Any] | None) -> go.Figure:
     title = "Retrieval recall@k by method"
     methods = (retrieval or {}).get("methods") or {}
     if not methods:
-        return _empty(title)
+        return empty_figure(title, "no data")
     keys = _recall_keys(scores["all"] for scores in methods.values())
     figure = go.Figure([
         go.Bar(name=key, x=list(methods), y=[scores["all"].get(key) for scores in methods.values()],
@@ -156,7 +156,7 @@ def recall_by_method(retrieval: dict[str, Any] | None) -> go.Figure:
     ])
     figure.update_layout(barmode="group")
     figure.update_yaxes(title_text="gold-file recall", range=[0, 1.05])
-    return _layout(figure, f"{title} ({retrieval.get('questions', '?')} questions)")
+    return layout(figure, f"{title} ({retrieval.get('questions', '?')} questions)")
 
 
 def recall_by_type(retrieval: dict[str, Any] | None, k: int = 5) -> go.Figure:
@@ -165,7 +165,7 @@ def recall_by_type(retrieval: dict[str, Any] | None, k: int = 5) -> go.Figure:
     methods = (retrieval or {}).get("methods") or {}
     types = question_types(pd.Series([t for scores in methods.values() for t in scores.get("by_type", {})], dtype=object))
     if not types:
-        return _empty(title)
+        return empty_figure(title, "no data")
     figure = go.Figure([
         go.Bar(name=method, x=types, y=[scores["by_type"].get(t, {}).get(f"R@{k}") for t in types],
                hovertemplate=f"%{{x}} · {method}<br>R@{k} %{{y:.3f}}<extra></extra>")
@@ -173,18 +173,9 @@ def recall_by_type(retrieval: dict[str, Any] | None, k: int = 5) -> go.Figure:
     ])
     figure.update_layout(barmode="group")
     figure.update_yaxes(title_text=f"gold-file recall@{k}", range=[0, 1.05])
-    return _layout(figure, title, HEIGHT + 40)
+    return layout(figure, title, HEIGHT + 40)
 
 
 def _recall_keys(groups: Any) -> list[str]:
     keys = {key for group in groups for key in group}
     return sorted(keys, key=lambda key: int(key.partition("@")[2] or 0))
-
-
-def _empty(title: str) -> go.Figure:
-    figure = go.Figure()
-    figure.add_annotation(text="no data", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
-                          font={"size": 14, "color": "#9e9e9e"})
-    figure.update_xaxes(visible=False)
-    figure.update_yaxes(visible=False)
-    return _layout(figure, title)

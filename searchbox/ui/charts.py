@@ -32,7 +32,7 @@ def tokens_per_turn(turn_rows: list[dict[str, Any]]) -> go.Figure:
     title = "Tokens per turn"
     deltas = turn_deltas(turn_rows)
     if not deltas:
-        return _empty(title)
+        return empty_figure(title)
     turns = [d["turn"] for d in deltas]
     figure = go.Figure([
         go.Bar(name=label, x=turns, y=[d[key] for d in deltas], hovertemplate=f"turn %{{x}}<br>{label}: %{{y:,}}<extra></extra>")
@@ -41,7 +41,7 @@ def tokens_per_turn(turn_rows: list[dict[str, Any]]) -> go.Figure:
     figure.update_layout(barmode="stack")
     figure.update_xaxes(title_text="turn", dtick=1)
     figure.update_yaxes(title_text="tokens")
-    return _layout(figure, title)
+    return layout(figure, title)
 
 
 def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]) -> go.Figure:
@@ -53,7 +53,7 @@ def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]
     elif tool_counts.get("bash"):
         bars.append(("bash", tool_counts["bash"], _BASH_COLOR))
     if not bars:
-        return _empty(title)
+        return empty_figure(title)
     bars.sort(key=lambda bar: (bar[1], bar[0]))  # largest at the top of a horizontal chart
     figure = go.Figure(go.Bar(
         x=[b[1] for b in bars], y=[b[0] for b in bars], orientation="h", marker_color=[b[2] for b in bars],
@@ -61,7 +61,7 @@ def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]
     figure.update_xaxes(title_text="calls")
     figure.update_yaxes(title_text=None, automargin=True)
     height = max(HEIGHT, 60 + 24 * len(bars))  # keeps a label per bar readable
-    return _layout(figure, title, height)
+    return layout(figure, title, height)
 
 
 def wall_time_split(timing: dict[str, Any]) -> go.Figure:
@@ -69,13 +69,13 @@ def wall_time_split(timing: dict[str, Any]) -> go.Figure:
     wall, llm, tools = (float(timing.get(key) or 0) for key in ("wall_ms", "llm_ms", "tool_ms"))
     title = "Wall time"
     if wall <= 0:
-        return _empty(title)
+        return empty_figure(title)
     parts = {"LLM": llm, "tools": tools, "other": max(0.0, wall - llm - tools)}
     figure = go.Figure(go.Pie(
         labels=list(parts), values=[ms / 1000 for ms in parts.values()], hole=0.5, sort=False,
         texttemplate="%{label}<br>%{percent}", hovertemplate="%{label}: %{value:.1f} s<extra></extra>"))
     figure.update_layout(showlegend=False)
-    return _layout(figure, f"{title}: {wall / 1000:,.1f} s")
+    return layout(figure, f"{title}: {wall / 1000:,.1f} s")
 
 
 def context_usage(points: list[dict[str, Any]], window: int | None, compactions: list[dict[str, Any]]) -> go.Figure:
@@ -83,7 +83,7 @@ def context_usage(points: list[dict[str, Any]], window: int | None, compactions:
     (`step`, `tokens_before`) sits between the steps it came between."""
     title = "Context window use"
     if not points:
-        return _empty(title)
+        return empty_figure(title)
     figure = go.Figure(go.Scatter(
         x=[p["step"] for p in points], y=[p["tokens"] for p in points], mode="lines+markers", name="context",
         customdata=[p.get("turn") for p in points], hovertemplate="step %{x} (turn %{customdata})<br>%{y:,} tokens<extra></extra>"))
@@ -98,7 +98,7 @@ def context_usage(points: list[dict[str, Any]], window: int | None, compactions:
         figure.update_yaxes(range=[0, window * 1.08])
     figure.update_xaxes(title_text="step")
     figure.update_yaxes(title_text="tokens")
-    return _layout(figure, title)
+    return layout(figure, title)
 
 
 def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None = None,
@@ -106,7 +106,7 @@ def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None =
     """Turns done of the budget, with the decode and prefill speeds beside it."""
     title = "Turn budget and speed"
     if not budget:
-        return _empty(title)
+        return empty_figure(title)
     figure = go.Figure(go.Indicator(
         mode="gauge+number", value=turns_done, number={"suffix": f" / {budget}"}, title={"text": "turns"},
         gauge={"axis": {"range": [0, budget]}, "bar": {"color": _TOOL_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
@@ -115,20 +115,21 @@ def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None =
             figure.add_trace(go.Indicator(
                 mode="number", value=rate, number={"valueformat": ",.1f"}, title={"text": label},
                 domain={"x": [0.62, 1], "y": [0.55, 1] if row == 0 else [0, 0.45]}))
-    return _layout(figure, title)
+    return layout(figure, title)
 
 
-def _layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
+def layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
     figure.update_layout(title={"text": title, "x": 0.02, "font": {"size": 15}}, height=height,
                          margin={"l": 50, "r": 20, "t": 45, "b": 40},
                          legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1})
     return figure
 
 
-def _empty(title: str) -> go.Figure:
+def empty_figure(title: str, text: str = "no data yet") -> go.Figure:
+    """A titled figure that says there is nothing to draw (shared with the evaluation reports)."""
     figure = go.Figure()
-    figure.add_annotation(text="no data yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                           font={"size": 14, "color": "#9e9e9e"})
     figure.update_xaxes(visible=False)
     figure.update_yaxes(visible=False)
-    return _layout(figure, title)
+    return layout(figure, title)
