@@ -201,3 +201,14 @@ def test_json_actions_give_a_base_model_real_tool_calls_in_auto_mode(model: Llam
         assert bool(response.tool_calls) != bool(response.text)  # an action or an answer, never garbage
         for call in response.tool_calls:
             assert call.name in ("read", "grep") and isinstance(call.arguments, dict)
+
+
+def test_a_base_model_offered_no_tools_still_answers_in_words(model: LlamaCppModel) -> None:
+    # The wrap-up after a cut-short turn offers no tools; the answer must not come back empty.
+    history = [*MESSAGES, {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "dataroom/a.md"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "read", "content": "The lease ends in 2031."},
+        {"role": "user", "content": "Stop using tools and write your answer now."}]
+    for _ in range(3):
+        response = model.complete(history, None, max_tokens=32, temperature=0.8)
+        assert response.text.strip() and not response.tool_calls

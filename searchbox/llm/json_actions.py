@@ -42,7 +42,9 @@ def action_schema(tools: list[Tool], allow_answer: bool = True) -> dict[str, Any
             "required": ["tool", "arguments"],
         })
     if allow_answer:
-        options.append({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+        # A non-empty answer: an empty one would leave the run with nothing to write to ANSWER.md.
+        options.append({"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}},
+                        "required": ["answer"]})
     return {"oneOf": options} if len(options) > 1 else options[0]
 
 

@@ -76,16 +76,16 @@ class LlamaCppModel(ChatModel):
             llama = self._llama
             if llama is None:
                 raise LLMError(f"{self.model_id} was closed")
-            json_mode = self.json_actions and bool(tools)
+            json_mode = self.json_actions
             kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
             if json_mode:
-                offered = _chosen(tools or [], tool_choice)
-                allow_answer = tool_choice == "auto"  # "required" or a named tool: a call it must be
+                # With no tools on offer (a wrap-up) the only action left is the answer, in the same
+                # format the model has followed all along.
+                offered = _chosen(tools or [], tool_choice) if tools else []
+                allow_answer = tool_choice == "auto" or not offered  # "required" or a named tool: a call it must be
                 kwargs.update(messages=json_actions.render_history(messages, offered),
                               response_format={"type": "json_object",
                                                "schema": json_actions.action_schema(offered, allow_answer)})
-            elif self.json_actions:  # no tools on offer, but the history may hold calls and results
-                kwargs["messages"] = json_actions.render_history(messages, [])
             else:
                 kwargs["messages"] = self._prepare(messages)
                 if tools:
