@@ -60,6 +60,10 @@ _PRESET_KNOBS = sorted({key for bundle in RETRIEVAL_PRESETS.values() for key in 
 class Settings:
     llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
     model_id: str = knob("", "model id sent to LLAMA_URL")
+    llm_timeout_seconds: int = knob(
+        600, "LLAMA_URL: seconds to wait for the next byte of a response (a long prompt can take minutes to prefill)"
+    )
+    llm_attempts: int = knob(4, "LLAMA_URL: tries per response, with backoff, before the run stops with error_llm")
     llm_gguf: str = knob(
         "auto",
         "GGUF for the built-in runtime: auto (the largest preset this machine holds; the production "
@@ -164,7 +168,8 @@ class Settings:
             raise SettingsError("CHUNK_OVERLAP must be between 0 and half of CHUNK_SIZE")
         if self.turn_budget < 1:
             raise SettingsError("TURN_BUDGET must be at least 1")
-        for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds"):
+        for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds",
+                     "llm_timeout_seconds", "llm_attempts"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         if self.searchbox_max_upload_mb < 1:

@@ -31,7 +31,8 @@ def connect(
         (on_note or log.warning)(message)
 
     if settings.llama_url:
-        return OpenAIClient(settings.llama_url, settings.model_id)
+        return OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
+                            max_attempts=settings.llm_attempts)
     spec = settings.llm_gguf.strip()
     if spec == "auto":
         vram, ram = free_vram_mb(), available_ram_mb()
