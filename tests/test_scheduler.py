@@ -541,3 +541,50 @@ def test_racing_submits_run_every_job_exactly_once(env: Env) -> None:
     queue_order = [r.id for r in sorted(records, key=lambda r: r.queued_at)]  # type: ignore[union-attr]
     first_starts = list(dict.fromkeys(starts))
     assert first_starts == queue_order
+
+
+def test_the_worker_survives_failing_bookkeeping_writes(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """job.json writes fail as on a full disk: once as X starts, always for Z (a folder that refuses
+    writes), once as W's finished state is written. Each such job fails; the worker serves the rest."""
+    import errno
+
+    import searchbox.jobs.store as store_module
+
+    real_write = store_module.write_json
+    failures: dict[tuple[str, str], float] = {}  # (job id, state being written) -> writes left to fail
+    injected = [0]
+
+    def flaky_write(path: Path, data: Any) -> None:
+        key = (path.parent.name, data.get("state"))
+        if path.name == "job.json" and failures.get(key, 0) > 0:
+            failures[key] -= 1
+            injected[0] += 1
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real_write(path, data)
+
+    monkeypatch.setattr(store_module, "write_json", flaky_write)
+    scheduler = env.scheduler()
+    for name in ("X", "Z", "W", "Y"):
+        assert scheduler.submit(env.make(name))
+    failures[(env.ids["X"], "running")] = 1
+    failures[(env.ids["Z"], "running")] = failures[(env.ids["Z"], "failed")] = float("inf")
+    failures[(env.ids["W"], "done")] = 1
+    scheduler.start()
+    assert scheduler.wait_idle(WAIT_S)
+
+    assert env.runner.starts == ["W", "Y"]  # X and Z never ran: their start could not be recorded
+    x, z, w = env.record("X"), env.record("Z"), env.record("W")
+    assert x.state == "failed" and "No space left on device" in (x.error or "")
+    assert z.state == "queued"  # its folder refuses every write: the disk keeps the last state it took ...
+    assert env.ids["Z"] not in scheduler._jobs  # ... and this process does not try it again and again
+    assert w.state == "failed" and "could not record" in (w.error or "")
+    assert env.meta("W")["stop_reason"] == "first_turn_done"  # the run's own records are whole
+    env.assert_done_in_one_session("Y")
+    assert scheduler._thread is not None and scheduler._thread.is_alive()
+    assert scheduler.submit(env.make("V")) and scheduler.wait_idle(WAIT_S)  # still serving
+    env.assert_done_in_one_session("V")
+
+    lost = [name for name in ("W", "Y", "V") if env.record(name).stop_reason != "first_turn_done"]
+    survived = 3 - sum(1 for name in ("X", "Z", "W") if env.ids[name] in scheduler._jobs)
+    print(f"\nRELIABILITY faults scheduler: injected {injected[0]}, survived {survived}, runs lost {len(lost)}")
+    assert injected[0] >= 4 and survived == 3 and not lost

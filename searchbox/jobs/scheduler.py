@@ -82,7 +82,7 @@ class Scheduler:
                     continue
                 if record.state == "running":
                     record.state = "paused"
-                    self.store.save(record)
+                    self._save(record)  # when this fails, the next start finds it "running" and pauses it again
                 self._jobs[record.id] = record
             self._thread = threading.Thread(target=self._work, name="searchbox-scheduler", daemon=True)
             self._thread.start()
@@ -193,6 +193,8 @@ class Scheduler:
                 if self._stopping or record is None:
                     return
                 active = self._begin(record)
+            if active is None:
+                continue
             reason, error = self._execute(active)
             with self._cond:
                 self._finish(active, reason, error)
@@ -210,13 +212,20 @@ class Scheduler:
             return min(paused, key=lambda r: (r.last_active_at or r.created_at, r.created_at))
         return None
 
-    def _begin(self, record: JobRecord) -> _Active:
+    def _begin(self, record: JobRecord) -> _Active | None:
+        """The job becomes the running one; None when its state cannot be recorded (it failed instead)."""
         if record.state == "paused" and record.preempted_at is None:
             record.foreground = False  # an auto-backfill; a preempted run keeps what it was
         record.state = "running"
         record.preempted_at = record.stop_reason = record.error = None
         record.last_active_at = self._stamp()
-        self.store.save(record)
+        problem = self._save(record)
+        if problem is not None:
+            # Not run: a run whose job.json cannot be written would be lost track of by a restart.
+            self._give_up(record, problem)
+            self._close_subscribers(record.id)
+            self._changed()
+            return None
         self._active = _Active(record, RunControl())
         self._changed()
         return self._active
@@ -250,9 +259,11 @@ class Scheduler:
                     record.preempted_at = record.last_active_at
         else:  # error_llm, error_dataroom, ceiling_seconds, ...
             record.state = "failed"
-        self.store.save(record)
+        problem = self._save(record)
+        if problem is not None:
+            self._give_up(record, problem)
         if record.finished:
-            del self._jobs[record.id]
+            self._jobs.pop(record.id, None)
         self._active = None
         self._close_subscribers(record.id)
         self._changed()
@@ -264,6 +275,24 @@ class Scheduler:
         return deliver
 
     # -- helpers (called with the lock held) ----------------------------------------------------
+
+    def _save(self, record: JobRecord) -> str | None:
+        """Write the job's state. A failing disk (full, read-only) is logged and returned, never raised:
+        raised in the worker, it would end the worker and strand every job after this one."""
+        try:
+            self.store.save(record)
+        except OSError as exc:
+            log.error("could not record job %s as %s: %s", record.id, record.state, exc)
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def _give_up(self, record: JobRecord, problem: str) -> None:
+        """A job whose state could not be written is failed: on disk too when the disk lets us."""
+        record.state = "failed"
+        record.error = f"the scheduler could not record this job's state ({problem})" + (
+            f"; the run had failed: {record.error}" if record.error else "")
+        self._save(record)
+        self._jobs.pop(record.id, None)
 
     def _enqueue(self, record: JobRecord) -> None:
         """Join the end of the foreground FIFO and preempt the running run, whatever it is."""
