@@ -181,3 +181,50 @@ def test_bash_cannot_write_into_the_dataroom_even_as_root(tmp_path: Path) -> Non
     assert sorted(p.name for p in (tmp_path / "dataroom").iterdir()) == ["a.txt"]
     assert (tmp_path / "dataroom" / "a.txt").read_text() == "original"
     assert (tmp_path / "mine.txt").read_text() == "ok\n"  # the rest of work/ stays writable
+
+
+def confined() -> None:
+    from searchbox.tools.sandbox import filesystem_level
+
+    if filesystem_level() != "confined":
+        pytest.skip("this host allows no mount namespace: bash sees the host's files (recorded as bash_filesystem=host)")
+
+
+def test_confined_bash_sees_only_work_and_the_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    confined()
+    monkeypatch.setenv("JINA_API_KEY", "jina-secret-in-the-app")
+    (tmp_path / "other-job.txt").write_text("another job's notes")
+    work = tmp_path / "work"
+    (work / "dataroom").mkdir(parents=True)
+    result = run(f"cat {tmp_path}/other-job.txt; ls {tmp_path}; cat /proc/*/environ; cat /etc/shadow; "
+                 f"echo; echo passwd-lines=$(grep -c . /etc/passwd); ls /root {Path.home()}; echo x > /etc/hacked; echo y > /hacked; "
+                 "mount -o remount,rw dataroom; touch dataroom/new; echo ok > mine.txt; python3 -c 'print(6*7)'", work)
+    assert "another job's notes" not in result.output and "other-job.txt: No such file" in result.output
+    assert "jina-secret-in-the-app" not in result.output  # the app's environment is out of sight
+    assert "Read-only file system" in result.output
+    assert not (work / "dataroom" / "new").exists() and (work / "mine.txt").read_text() == "ok\n"
+    assert "42" in result.output.splitlines()  # the app's Python still works inside
+    assert "passwd-lines=2" in result.output.splitlines()  # /etc/passwd is a two-line stand-in
+    assert not Path("/etc/hacked").exists() and not Path("/hacked").exists()
+
+
+def test_a_fork_bomb_hits_the_process_limit_and_is_cleaned_up(work: Path) -> None:
+    from searchbox.tools.sandbox import filesystem_level
+
+    if os.geteuid() == 0 and filesystem_level() != "confined":
+        pytest.skip("root ignores RLIMIT_NPROC and this host allows no switch to an unprivileged user")
+    marker = f"bomb{random.randrange(10**9)}"
+    result = run(f"b() {{ b | b & }}; b; sleep 3; echo {marker}-alive", work, timeout=8,
+                 config=SandboxConfig(extra_processes=64))
+    assert "Resource temporarily unavailable" in result.output or "retry" in result.output
+    time.sleep(0.5)
+    assert processes_with("b | b") == [] and processes_with(marker) == []
+
+
+def test_a_command_that_fills_the_disk_is_stopped(work: Path) -> None:
+    budget = 40 * 2**20
+    result = run("for i in $(seq 1000); do head -c 8000000 /dev/zero > f$i.bin; done; echo finished", work, timeout=60,
+                 config=SandboxConfig(disk_bytes=budget, file_size_bytes=10 * 2**20))
+    written = sum(p.stat().st_size for p in work.glob("f*.bin"))
+    assert result.disk_exceeded and result.exit_code is None and "finished" not in result.output
+    assert budget < written < 1000 * 8_000_000 // 4  # stopped long before the loop's 8 GB

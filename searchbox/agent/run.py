@@ -14,7 +14,7 @@ from searchbox.jobs.job import question_of
 from searchbox.llm.types import ChatModel
 from searchbox.records.recorder import RunRecorder
 from searchbox.settings import Settings
-from searchbox.tools.sandbox import airgap_level, dataroom_mount_readonly
+from searchbox.tools.sandbox import airgap_level, dataroom_mount_readonly, filesystem_level
 from searchbox.workspace import Workspace
 
 
@@ -35,6 +35,7 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
             "loaded": loads,
         },
         "airgap": airgap_level(),
+        "bash_filesystem": filesystem_level(),
         "dataroom_readonly_for_bash": dataroom_mount_readonly(),
     }
 

@@ -191,6 +191,8 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     status = ""
     if result.timed_out:
         status = f"Command timed out after {timeout:g} seconds"
+    elif result.disk_exceeded:
+        status = f"Command stopped: it used more than {ctx.sandbox.disk_bytes // 2**20} MB of disk"
     elif result.exit_code:
         status = f"Command exited with code {result.exit_code}"
     if status:
@@ -199,6 +201,7 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         "command": command,
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,
+        "disk_exceeded": result.disk_exceeded,
         "programs": programs_in(command),
         "airgap": result.airgap,
         "spill_file": relative_to_work(ctx.work_dir, spill) if spilled else None,
