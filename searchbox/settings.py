@@ -104,6 +104,7 @@ class Settings:
         0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching"
     )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
+    bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")
     chunk_size: int = knob(1400, "retrieval chunk size in characters")
     chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
     search_mode: str = knob("dense", "search_dataroom ranking: dense, or hybrid (dense + BM25 fused)", choices=("dense", "hybrid"))
@@ -169,7 +170,7 @@ class Settings:
         if self.turn_budget < 1:
             raise SettingsError("TURN_BUDGET must be at least 1")
         for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds",
-                     "llm_timeout_seconds", "llm_attempts"):
+                     "bash_disk_mb", "llm_timeout_seconds", "llm_attempts"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         if self.searchbox_max_upload_mb < 1:

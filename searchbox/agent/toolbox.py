@@ -21,7 +21,8 @@ class RunToolbox:
         self.workspace = workspace
         self.catalog = enabled_tools(settings.searchbox_tools)
         sandbox = SandboxConfig(default_timeout=settings.bash_timeout_seconds,
-                                max_timeout=min(600, 10 * settings.bash_timeout_seconds))
+                                max_timeout=min(600, 10 * settings.bash_timeout_seconds),
+                                disk_bytes=settings.bash_disk_mb * 2**20)
         self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox)
         self._schemas = builtin_schemas() + [tool.openai_schema() for tool in self.catalog]
 
