@@ -2,12 +2,14 @@
 
 The disk layer is one SQLite file (atomic writes, safe across processes). Read-only "seed" files with
 the same schema hold precomputed vectors, e.g. for the built-in dataroom. A disk file that cannot be
-read is moved aside and rebuilt, never trusted.
+read, or has another schema, is moved aside and rebuilt, never trusted, whether that shows when it is
+opened or only later; a stored vector that is not a finite unit vector of its recorded length is a miss.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -16,7 +18,12 @@ from pathlib import Path
 import numpy as np
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, dim INTEGER NOT NULL, vec BLOB NOT NULL)"
+_COLUMNS = ["key", "dim", "vec"]
 _LOOKUP_BATCH = 500  # stays under SQLite's limit on bound parameters
+# Another process writing the file: wait or skip, never take it for a broken file.
+_BUSY = {"SQLITE_BUSY", "SQLITE_LOCKED"}
+
+log = logging.getLogger(__name__)
 
 
 def cache_key(model: str, role: str, text: str) -> bytes:
@@ -39,23 +46,42 @@ class SqliteVectorStore:
             pending_wal = self.path.with_name(self.path.name + "-wal").exists()
             uri = f"{self.path.resolve().as_uri()}?mode=ro" + ("" if pending_wal else "&immutable=1")
             return sqlite3.connect(uri, uri=True, check_same_thread=False)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            return self._connect()
-        except sqlite3.DatabaseError:
-            # A corrupt cache is only a slower start: set it aside (with its -wal/-shm files, which
-            # must not be replayed into the new file) and begin again.
-            for suffix in ("", "-wal", "-shm"):
-                side = self.path.with_name(self.path.name + suffix)
-                if side.exists():
-                    side.replace(self.path.with_name(self.path.name + ".corrupt" + suffix))
-            return self._connect()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as exc:
+                self._set_aside(exc)
+                return self._connect()
+        except (OSError, sqlite3.DatabaseError) as exc:
+            return self._bypass(exc)
+
+    def _bypass(self, exc: Exception) -> sqlite3.Connection:
+        """No usable file (a folder that refuses writes, a file that stays broken): an empty in-memory
+        table stands in, so runs go on, only without reuse across processes."""
+        log.warning("embedding cache %s bypassed for this process: %s", self.path, exc)
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.execute(_SCHEMA)
+        return conn
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """A corrupt cache is only a slower start: set it aside (with its -wal/-shm files, which must
+        not be replayed into the new file) so that the next connection begins an empty one."""
+        log.warning("embedding cache %s is unusable (%s): set aside as %s.corrupt and rebuilt", self.path, exc,
+                    self.path.name)
+        for suffix in ("", "-wal", "-shm"):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                side.replace(self.path.with_name(self.path.name + ".corrupt" + suffix))
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(embeddings)")]
+            if columns != _COLUMNS:  # a file of the same name that some other program (or version) wrote
+                raise sqlite3.DatabaseError(f"table embeddings has columns {columns}, not {_COLUMNS}")
             conn.execute("SELECT count(*) FROM embeddings").fetchone()
         except sqlite3.DatabaseError:
             conn.close()
@@ -71,10 +97,11 @@ class SqliteVectorStore:
                 try:
                     rows = self._conn.execute(f"SELECT key, dim, vec FROM embeddings WHERE key IN ({marks})", batch)
                     for key, dim, blob in rows:
-                        vec = np.frombuffer(blob, dtype=np.float32)
-                        if vec.shape[0] == dim:
+                        vec = np.frombuffer(blob, dtype=np.float32) if isinstance(blob, bytes) else None
+                        if vec is not None and _trusted(vec, dim):
                             found[bytes(key)] = vec
-                except sqlite3.DatabaseError:
+                except sqlite3.DatabaseError as exc:
+                    self._broken(exc)
                     return found
         return found
 
@@ -86,8 +113,21 @@ class SqliteVectorStore:
             try:
                 with self._conn:
                     self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
-            except sqlite3.DatabaseError:
-                pass  # the disk layer is an optimisation; the memory layer still holds the vectors
+            except sqlite3.DatabaseError as exc:
+                # The disk layer is an optimisation; the memory layer still holds the vectors.
+                self._broken(exc)
+
+    def _broken(self, exc: sqlite3.DatabaseError) -> None:
+        """Corruption found after opening (a page count(*) did not touch): rebuild the file now, so
+        later runs get a working cache instead of silent misses. Called with the lock held."""
+        if self.read_only or getattr(exc, "sqlite_errorname", "") in _BUSY:
+            return
+        self._conn.close()
+        try:
+            self._set_aside(exc)
+            self._conn = self._connect()
+        except (OSError, sqlite3.DatabaseError) as again:
+            self._conn = self._bypass(again)
 
     def close(self) -> None:
         """Fold the write-ahead log back into the file, so the file alone holds every vector."""
@@ -95,6 +135,14 @@ class SqliteVectorStore:
             if not self.read_only:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
+
+
+def _trusted(vec: np.ndarray, dim: int) -> bool:
+    """Every vector written here was L2-normalized (a zero vector stays zero): anything else is damage."""
+    if vec.shape[0] != dim or not np.isfinite(vec).all():
+        return False
+    norm = float(np.linalg.norm(vec.astype(np.float64)))  # float32 squares of garbage overflow
+    return abs(norm - 1.0) < 1e-3 or norm == 0.0
 
 
 class EmbeddingCache:
