@@ -1,10 +1,16 @@
 """The real app in a subprocess, driven with gradio_client: a full run on the built-in dataroom with
 the packaged model streams tool-call messages, then returns the plots, the answer and downloads;
-the Jobs tab lists the run and redraws its dashboard from its records."""
+the Jobs tab lists the run and redraws its dashboard from its records. Secrets in the app's
+environment and the key typed in the page appear nowhere: not in job folders, the log, the streamed
+updates, the page or the downloads; and one visitor cannot reach another's runs or files."""
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.error
+import urllib.request
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,14 +21,20 @@ from app_server import running_app
 
 QUESTION = "Who audited the FY2025 financial statements?"
 SECRET = "jina_never_store_me_42"
+ENV_SECRETS = {"JINA_API_KEY": "jina_env_secret_5d1e", "HF_TOKEN": "hf_env_secret_c09a"}
 OWNER = "tester-browser-id"
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     home = tmp_path_factory.mktemp("app")
-    with running_app(home) as url:
+    with running_app(home, **ENV_SECRETS) as url:
         yield url, home
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.read().decode(errors="replace")
 
 
 def search_args(question: str = QUESTION, budget: int = 2, key: str = "") -> tuple:
@@ -58,14 +70,19 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
     assert answer and "sources" in sources
     assert len(plots) == 5 and all(p and p.get("plot") for p in plots)
     assert Path(answer_file).name == "ANSWER.md" and Path(bundle).name == "bundle.zip"
-    # The key typed in the page never reaches the job folders.
-    for path in (home / "jobs").rglob("*"):
-        if path.is_file() and path.suffix not in (".zip",):
-            assert SECRET not in path.read_text(errors="replace"), path
+    secrets = [SECRET, *ENV_SECRETS.values()]
+    with zipfile.ZipFile(bundle) as zf:
+        downloads = [zf.read(name).decode(errors="replace") for name in zf.namelist()]
+    page = [fetch(url), fetch(url + "config"), Path(answer_file).read_text(), json.dumps(updates)]
+    texts = {str(p): p.read_text(errors="replace") for p in [home / "app.log", *(home / "jobs").rglob("*")]
+             if p.is_file() and p.suffix != ".zip"}
+    assert "config.json" in str(list(texts)) and len(downloads) > 3
+    for where, text in [*texts.items(), *enumerate(downloads), *enumerate(page)]:
+        assert not any(secret in text for secret in secrets), where
 
 
 def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[str, Path]) -> None:
-    url, _ = app
+    url, home = app
     client = Client(url, verbose=False)
     client.predict(*search_args(budget=1), api_name="/search")
     rows, choices = client.predict(OWNER, api_name="/jobs")
@@ -77,6 +94,11 @@ def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[s
     assert "done" in heading and len(rest) == 7
     with pytest.raises(Exception):  # a guessed id is not a way in: not among the stranger's runs
         stranger.predict(job_id, "someone-else", api_name="/open_job")
+    # Nor is a guessed file path: the server hands out only the files a visitor's own calls returned.
+    for path in (home / "jobs" / job_id / "work" / "ANSWER.md", home / "jobs" / job_id / "session.jsonl"):
+        assert path.exists()
+        with pytest.raises(urllib.error.HTTPError):
+            fetch(f"{url}gradio_api/file={path}")
 
 
 def test_an_empty_question_and_a_bad_upload_get_clear_errors(app: tuple[str, Path], tmp_path: Path) -> None:
