@@ -79,6 +79,8 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
     assert "config.json" in str(list(texts)) and len(downloads) > 3
     for where, text in [*texts.items(), *enumerate(downloads), *enumerate(page)]:
         assert not any(secret in text for secret in secrets), where
+    print(f"\nRELIABILITY secrets: {len(secrets)} secrets grepped in {len(texts)} job/log files, "
+          f"{len(downloads)} bundle files, {len(page)} page/stream texts; found 0")
 
 
 def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[str, Path]) -> None:
