@@ -34,10 +34,18 @@ def free_port() -> int:
 
 @contextmanager
 def running_app(home: Path, **env: str) -> Iterator[str]:
+    with app_process(home, **env) as (url, _):
+        yield url
+
+
+@contextmanager
+def app_process(home: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The app's URL and its process, for tests that kill it; started again on the same home it finds
+    the same jobs. Its output is appended to home/app.log, so every start's output is kept."""
     port = free_port()
     full_env = {**os.environ, **PACKAGED_KNOBS, "SEARCHBOX_JOBS_DIR": str(home / "jobs"),
                 "SEARCHBOX_CACHE_DIR": str(home / "cache"), **env}
-    log = (home / "app.log").open("w")
+    log = (home / "app.log").open("a")
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=full_env,
                             stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 120
@@ -50,7 +58,7 @@ def running_app(home: Path, **env: str) -> Iterator[str]:
                 if proc.poll() is not None or time.time() > deadline:
                     raise RuntimeError(f"the app did not start:\n{(home / 'app.log').read_text()[-3000:]}") from None
                 time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{port}/", proc
     finally:
         proc.terminate()
         try:

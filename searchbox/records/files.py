@@ -16,12 +16,19 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def append_jsonl(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    """One write of one whole line. After a torn last line (a process killed mid-write) the row starts
+    on a line of its own: appended to the torn one, both would be lost to every reader."""
+    data = (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    with path.open("ab+") as handle:
+        if handle.tell() > 0:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                data = b"\n" + data
+        handle.write(data)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete line; a torn last line (a kill mid-write) is skipped."""
+    """Every complete line; a torn line (a kill mid-write) is skipped."""
     if not path.exists():
         return []
     rows = []
