@@ -14,7 +14,8 @@ from typing import Any
 
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _JSON_WORDS = {"true", "false", "null", "NaN", "Infinity"}
-_WORD = re.compile(r"[A-Za-z_$][\w$.\-/]*")
+# Any letter starts a word, not only ASCII: the repair loop treats every isalpha() character as one.
+_WORD = re.compile(r"(?:[^\W\d]|\$)[\w$.\-/]*")
 
 
 def loads_lenient(raw: str) -> Any:
@@ -24,19 +25,30 @@ def loads_lenient(raw: str) -> Any:
         raise ValueError("empty arguments")
     try:
         return json.loads(text, strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
         pass
     try:
         # literal_eval evaluates literals only, never code.
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
         pass
+    else:
+        if _is_json(value):  # a set, bytes, complex or tuple could not go back into the history as JSON
+            return value
     repaired = repair(text)
     try:
         value, _end = json.JSONDecoder(strict=False).raw_decode(repaired)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"not valid JSON even after repair: {exc}") from None
     return value
+
+
+def _is_json(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_json(item) for item in value)
+    return value is None or isinstance(value, (str, int, float))
 
 
 def repair(text: str) -> str:

@@ -174,7 +174,7 @@ def _typed(value: str, schema_type: str | None) -> Any:
         return value
     try:
         decoded = json.loads(value) if schema_type is None else loads_lenient(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: brackets nested too deeply to decode
         return value
     # Without a schema a quoted value stays as written: the model may mean the quotes.
     return value if schema_type is None and isinstance(decoded, str) else decoded

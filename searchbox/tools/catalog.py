@@ -8,6 +8,7 @@ sensible call instead of a crash.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -99,7 +100,7 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
             raise ToolArgumentError(f"{where} must be a string")
         text = str(value)
         if "enum" in schema and text not in schema["enum"]:
-            raise ToolArgumentError(f"{where} must be one of {', '.join(schema['enum'])}, got {text!r}")
+            raise ToolArgumentError(f"{where} must be one of {', '.join(schema['enum'])}, got {_preview(text)}")
         limit = schema.get("maxLength")
         if limit and len(text) > limit:
             notes.append(f"'{name}' cut to {limit} characters")
@@ -110,14 +111,18 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
     if kind in ("integer", "number"):
         try:
             number: float = float(value)
+        except OverflowError:  # an integer past the float range (10**400): clamped like infinity
+            number = math.inf if value > 0 else -math.inf
         except (TypeError, ValueError):
-            raise ToolArgumentError(f"{where} must be a number, got {value!r}") from None
+            raise ToolArgumentError(f"{where} must be a number, got {_preview(value)}") from None
         if number != number:  # NaN
             raise ToolArgumentError(f"{where} must be a number, got NaN")
         low, high = schema.get("minimum"), schema.get("maximum")
         clamped = min(max(number, low if low is not None else number), high if high is not None else number)
+        if not math.isfinite(clamped):  # no bound on that side to clamp it to
+            raise ToolArgumentError(f"{where} must be a finite number, got {_preview(value)}")
         if clamped != number:
-            notes.append(f"'{name}' clamped from {value} to {clamped:g}")
+            notes.append(f"'{name}' clamped from {_preview(value)} to {clamped:g}")
         return int(round(clamped)) if kind == "integer" else clamped
     if kind == "array":
         if schema.get("items", {}).get("type") == "object":
@@ -139,12 +144,18 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
     return value
 
 
+def _preview(value: Any) -> str:
+    """A value as an error message quotes it: short, however much the model sent."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
 def _objects(where: str, value: Any) -> list[dict[str, Any]]:
     """A list of objects; small models often send it JSON-encoded, or send one object bare."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
             raise ToolArgumentError(f"{where} must be a list of objects, got a string that is not JSON") from None
     items = [value] if isinstance(value, dict) else value
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):

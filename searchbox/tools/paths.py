@@ -27,6 +27,8 @@ def dataroom_relative(path: str) -> str:
 def confine(work_dir: Path, path: str) -> Path:
     """Resolve `path` (relative to the working folder) and refuse anything that leaves it,
     including through symlinks."""
+    if "\0" in path:  # the OS refuses it with a ValueError that would not say which path or why
+        raise ToolArgumentError(f"{path!r} contains a NUL character, which no file name can hold")
     root = work_dir.resolve()
     target = (root / path).resolve()
     if target != root and root not in target.parents:

@@ -143,6 +143,8 @@ def run_catalog_tool(ctx: ToolContext, name: str, raw_args: dict[str, Any] | Non
         result = TOOL_FUNCTIONS[name](ctx, args)
     except (ToolArgumentError, ModelLoadError) as exc:
         return {"error": str(exc)}
+    except Exception as exc:  # a tool bug or an OS error (out= naming a folder) must not end the run
+        return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
     result["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
     if notes:
         result["argument_notes"] = notes
