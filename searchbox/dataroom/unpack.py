@@ -105,6 +105,8 @@ def _unpack_zip(source: Path, staging: Path, limits: UnpackLimits) -> None:
                     quota.copy(src, target, info.filename, packed=info.compress_size)
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise _damaged(name, str(exc)) from exc
+    except UnicodeDecodeError as exc:  # the UTF-8 flag is set on a name that is not UTF-8
+        raise _damaged(name, "a file name is marked as UTF-8 but is not valid UTF-8") from exc
     except NotImplementedError as exc:  # e.g. deflate64 or AES: zipfile cannot read them
         raise DataroomError(
             f"{name} uses a compression method that cannot be read ({exc}). "
