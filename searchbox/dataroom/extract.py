@@ -13,7 +13,8 @@ import datetime
 import email
 import io
 import json
-from collections.abc import Callable, Iterable
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
@@ -22,7 +23,7 @@ from pathlib import Path
 import docx
 import openpyxl
 import pypdf
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, CData, NavigableString, PageElement, Tag
 from docx.table import Table, _Row
 
 try:  # ships with requests (a dependency of huggingface-hub); only needed for non-UTF-8 text
@@ -34,6 +35,9 @@ MAX_FILE_BYTES = 100 * 1024 * 1024
 MAX_TEXT_CHARS = 20_000_000
 _SNIFF_BYTES = 8192
 _REASON_CHARS = 300
+# C0 control bytes other than tab, newlines, form feed, backspace and escape (ANSI colours in logs).
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x08\x1b")
+_MAX_CONTROL_SHARE = 0.02
 
 # Elements whose text ends a line in HTML; everything else flows inline.
 _HTML_BLOCKS = (
@@ -152,7 +156,7 @@ def _decode(data: bytes) -> str:
     """Bytes of a text file as str; refuse binary content hiding behind a text suffix."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16")
-    elif b"\x00" in data[:_SNIFF_BYTES]:
+    elif _looks_binary(data[:_SNIFF_BYTES]):
         raise SkipFile("binary content in a text file")
     else:
         try:
@@ -161,6 +165,15 @@ def _decode(data: bytes) -> str:
             best = _detect_charset(data).best() if _detect_charset else None
             text = str(best) if best is not None else data.decode("latin-1")
     return text.replace("\r\n", "\n")
+
+
+def _looks_binary(sample: bytes) -> bool:
+    """NULs, or more control bytes than any text has: every byte decodes as latin-1, so without
+    this check random data under .txt would be indexed as gibberish."""
+    if b"\x00" in sample:
+        return True
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    return controls > _MAX_CONTROL_SHARE * len(sample)
 
 
 # --- structured text -----------------------------------------------------------------------------
@@ -203,19 +216,45 @@ def extract_html(path: Path) -> list[Segment]:
 def html_to_text(markup: bytes | str) -> str:
     """Readable text of an HTML document: one line per block, scripts and styles dropped."""
     soup = BeautifulSoup(markup, "lxml")
-    for tag in soup.find_all(_HTML_DROP):
-        tag.decompose()
-    for tag in soup.find_all(_HTML_BLOCKS):
-        tag.insert_after("\n")
-    for tag in soup.find_all(_HTML_CELLS):
-        if tag.find_previous_sibling(_HTML_CELLS):
-            tag.insert_before(" | ")
-    lines = (" ".join(line.split()) for line in soup.get_text().splitlines())
+    lines = (" ".join(line.split()) for line in "".join(_html_pieces(soup)).splitlines())
     out: list[str] = []
     for line in lines:
         if line or (out and out[-1]):  # at most one blank line in a row
             out.append(line)
     return "\n".join(out).strip()
+
+
+def _html_pieces(soup: BeautifulSoup) -> Iterator[str]:
+    """The document's text in order, a newline after each block and " | " between cells.
+
+    An explicit stack, never recursion or tree edits: a file of 100,000 nested elements must
+    read in linear time without hitting the recursion limit.
+    """
+    stack: list[PageElement | str] = [soup]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and not isinstance(node, PageElement):  # a separator pushed below
+            yield node
+        elif isinstance(node, Tag):
+            if node.name in _HTML_DROP:
+                continue
+            if node.name in _HTML_BLOCKS:
+                stack.append("\n")
+            stack.extend(reversed(_with_cell_separators(node.contents)))
+        elif type(node) in (NavigableString, CData):  # not comments, doctypes, declarations
+            yield str(node)
+
+
+def _with_cell_separators(children: list[PageElement]) -> list[PageElement | str]:
+    out: list[PageElement | str] = []
+    seen_cell = False
+    for child in children:
+        if isinstance(child, Tag) and child.name in _HTML_CELLS:
+            if seen_cell:
+                out.append(" | ")
+            seen_cell = True
+        out.append(child)
+    return out
 
 
 _MAIL_HEADERS = ("From", "To", "Cc", "Date", "Subject")
@@ -256,6 +295,7 @@ def extract_pdf(path: Path) -> list[Segment]:
 
 @extractor(".docx")
 def extract_docx(path: Path) -> list[Segment]:
+    _check_inflated_size(path)
     document = docx.Document(str(path))
     blocks: list[str] = []
     for block in document.iter_inner_content():  # paragraphs and tables in document order
@@ -264,6 +304,19 @@ def extract_docx(path: Path) -> list[Segment]:
         else:
             blocks.append(block.text)
     return [Segment(None, "\n".join(b for b in blocks if b.strip()))]
+
+
+def _check_inflated_size(path: Path) -> None:
+    """A DOCX or XLSX is a zip its parser inflates into memory: refuse one that would expand past
+    the file size limit (a zip bomb dressed as a document). zipfile never inflates a member past
+    its declared size, so the declared sizes are a true bound."""
+    with zipfile.ZipFile(path) as zf:
+        inflated = sum(info.file_size for info in zf.infolist())
+    if inflated > MAX_FILE_BYTES:
+        raise SkipFile(
+            f"the document expands to {inflated / 2**20:.0f} MB when opened, "
+            f"over the {MAX_FILE_BYTES // 2**20} MB limit"
+        )
 
 
 def _docx_row(row: _Row) -> str:
@@ -278,6 +331,7 @@ def _docx_row(row: _Row) -> str:
 
 @extractor(".xlsx", ".xlsm")
 def extract_xlsx(path: Path) -> list[Segment]:
+    _check_inflated_size(path)
     workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
     try:
         segments = []
