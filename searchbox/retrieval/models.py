@@ -3,14 +3,17 @@
 An `Embedder` turns texts into L2-normalized float32 rows for a role ("query" or "passage").
 A `Reranker` scores documents against a query (higher is more relevant). Backends live in
 `local_models` (transformers / sentence-transformers / model2vec) and `jina_api` (HTTP).
-Heavy libraries are imported only when a model is actually loaded.
+Heavy libraries are imported only when a model is actually loaded, and a local model once loaded is
+kept for the next run of the same process (a sweep or the app would otherwise reload it every run).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -78,7 +81,8 @@ def load_embedder(settings: Settings) -> tuple[Embedder, LoadReport]:
         return embedder, LoadReport(settings.embed_model, "api", settings.embed_device, "api")
     from searchbox.retrieval.local_models import load_local_embedder
 
-    return load_local_embedder(settings)
+    key = ("embed", settings.embed_model, settings.embed_device, settings.embed_dtype)
+    return _kept(key, lambda: load_local_embedder(settings))
 
 
 def load_reranker(
@@ -94,7 +98,27 @@ def load_reranker(
         return reranker, LoadReport(settings.rerank_model, "api", settings.embed_device, "api")
     from searchbox.retrieval.local_models import load_local_reranker
 
-    return load_local_reranker(settings)
+    return _kept(("rerank", settings.rerank_model, settings.embed_device), lambda: load_local_reranker(settings))
+
+
+_KEEP_MODELS = 3  # local models kept loaded per process; the oldest goes when another is loaded
+_kept_models: OrderedDict[tuple[str, ...], tuple[Any, LoadReport]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def _kept(key: tuple[str, ...], load: Callable[[], tuple[Any, LoadReport]]) -> tuple[Any, LoadReport]:
+    """The model loaded for `key` earlier in this process, else a fresh load (one at a time: two runs
+    asking at once must not load it twice)."""
+    with _kept_lock:
+        if key in _kept_models:
+            _kept_models.move_to_end(key)
+            model, report = _kept_models[key]
+            return model, replace(report, notes=[*report.notes, "already loaded in this process: reused"])
+        model, report = load()
+        _kept_models[key] = (model, report)
+        while len(_kept_models) > _KEEP_MODELS:
+            _kept_models.popitem(last=False)
+        return model, report
 
 
 class CosineReranker:
