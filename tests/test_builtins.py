@@ -5,6 +5,7 @@ from the tools' own rule (the file is unchanged and the message names the reason
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -292,3 +293,9 @@ def test_truncation_keeps_head_or_tail_on_character_boundaries() -> None:
         assert set(cut.text.replace("[... line cut]", "").strip()) == {"😀"}
     small = truncate_head("a\nb\n")
     assert not small.truncated and small.text == "a\nb\n" and small.total_lines == 2
+
+
+def test_read_refuses_a_fifo_instead_of_blocking(ctx: BuiltinContext, work: Path) -> None:
+    os.mkfifo(work / "pipe")
+    out = run_builtin(ctx, "read", {"path": "pipe"})
+    assert out.is_error and "not a regular file" in out.text

@@ -100,6 +100,8 @@ def read(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     target = _existing(ctx, path, "File")
     if target.is_dir():
         raise ToolArgumentError(f"'{path}' is a directory; use ls to list it")
+    if not target.is_file():  # a FIFO or device made with bash would block the read forever
+        raise ToolArgumentError(f"'{path}' is not a regular file")
     rel = relative_to_work(ctx.work_dir, target)
     extracted = _is_document(rel)
     if extracted:
