@@ -15,8 +15,15 @@ from conftest import SMALL_DATAROOM
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_app(tmp_path_factory.mktemp("app")) as url:
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("app")
+    (home / "tmp").mkdir()
+    return home
+
+
+@pytest.fixture(scope="module")
+def app_url(app_home: Path) -> Iterator[str]:
+    with running_app(app_home, TMPDIR=str(app_home / "tmp")) as url:
         yield url
 
 
@@ -39,6 +46,24 @@ def test_upload_then_search(app_url: str, room_zip: Path) -> None:
     assert json.loads(raw)["results"][0]["id"] == "s1"
     _, raw = client.predict("search_dataroom", '{"query": "vacation days", "k": 1}', api_name="/run_tool")
     assert json.loads(raw)["results"][0]["path"] == "dataroom/hr/handbook.md"
+
+
+def test_loading_another_dataroom_frees_the_previous_one(app_url: str, app_home: Path, room_zip: Path) -> None:
+    def loaded() -> list[Path]:
+        return sorted((app_home / "tmp").glob("searchbox-explore-*"))
+
+    before = loaded()
+    client = Client(app_url, verbose=False)
+    client.predict(handle_file(str(room_zip)), api_name="/load_dataroom")
+    first = [p for p in loaded() if p not in before]
+    client.predict(None, api_name="/load_dataroom")
+    second = [p for p in loaded() if p not in before]
+    assert len(first) == 1 and len(second) == 1 and first != second
+    bad = room_zip.with_name("bad.zip")
+    bad.write_text("not a zip")
+    with pytest.raises(Exception, match="not a zip"):
+        client.predict(handle_file(str(bad)), api_name="/load_dataroom")
+    assert [p for p in loaded() if p not in before] == second  # a refused upload leaves nothing behind
 
 
 def test_a_bad_upload_gets_a_clear_error(app_url: str, tmp_path: Path) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
 from pathlib import Path
+from typing import Any
 
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.unpack import install_dataroom
@@ -19,3 +23,14 @@ def prepare_work_dir(job_dir: Path, source: Path) -> Path:
 
 def load_corpus(work_dir: Path, settings: Settings) -> Corpus:
     return Corpus.load(work_dir / "dataroom", settings.chunk_size, settings.chunk_overlap)
+
+
+def remove_job_folder(path: Path) -> None:
+    """Remove a folder even when it holds a read-only dataroom."""
+    def make_writable(func: Any, target: str, _exc: Any) -> None:
+        os.chmod(os.path.dirname(target), stat.S_IRWXU)
+        os.chmod(target, stat.S_IRWXU)
+        func(target)
+
+    if path.exists():
+        shutil.rmtree(path, onerror=make_writable)

@@ -15,13 +15,12 @@ import logging
 import os
 import re
 import secrets
-import shutil
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from searchbox.dataroom.workspace import remove_job_folder
 from searchbox.jobs.job import create_job
 from searchbox.records.files import read_json, write_json
 from searchbox.settings import Settings
@@ -89,7 +88,7 @@ class JobStore:
             write_json(staging / STATE_FILE, dataclasses.asdict(record))
             os.rename(staging, self.job_dir(job_id))
         except BaseException:
-            _remove_tree(staging)
+            remove_job_folder(staging)
             raise
         return record
 
@@ -130,14 +129,3 @@ class JobStore:
             log.warning("skipping job %s: its %s is missing or corrupt (%s)", job_dir.name, STATE_FILE, exc)
             return None
         return record
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a folder even when it holds a read-only dataroom."""
-    def make_writable(func: Any, target: str, _exc: Any) -> None:
-        os.chmod(os.path.dirname(target), stat.S_IRWXU)
-        os.chmod(target, stat.S_IRWXU)
-        func(target)
-
-    if path.exists():
-        shutil.rmtree(path, onerror=make_writable)

@@ -15,6 +15,7 @@ import gradio as gr
 
 from searchbox.builtin import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.dataroom.workspace import remove_job_folder
 from searchbox.settings import Settings
 from searchbox.tools.catalog import CatalogTool, catalog_by_name, load_catalog
 from searchbox.tools.retrieval_tools import run_catalog_tool
@@ -22,6 +23,7 @@ from searchbox.workspace import Workspace
 
 STATUS_COLUMNS = ["path", "status", "reason", "chars", "chunks"]
 RESULT_COLUMNS = ["id", "path", "chunk", "score", "text"]
+_WORKSPACE_TTL_S = 3600  # a visitor's loaded dataroom is removed an hour after its last use, or when they leave
 _SAMPLE_TEXT = {"query": "What changed in the customer contract?", "question": "When does the office lease end?"}
 
 
@@ -36,12 +38,22 @@ def example_arguments(tool: CatalogTool) -> str:
     return json.dumps(args, indent=2)
 
 
-def load_dataroom(upload: str | None, settings: Settings) -> tuple[Workspace, str, list[list[Any]]]:
+def discard(workspace: Workspace | None) -> None:
+    """Free the disk a loaded dataroom takes: a public app must not keep every upload forever."""
+    if workspace is not None:
+        remove_job_folder(workspace.job_dir)
+
+
+def load_dataroom(upload: str | None, settings: Settings,
+                  previous: Workspace | None = None) -> tuple[Workspace, str, list[list[Any]]]:
     source = Path(upload) if upload else BUILTIN_DATAROOM
+    folder = Path(tempfile.mkdtemp(prefix="searchbox-explore-"))
     try:
-        workspace = Workspace.create(Path(tempfile.mkdtemp(prefix="searchbox-explore-")), source, settings)
+        workspace = Workspace.create(folder, source, settings)
     except DataroomError as exc:
+        remove_job_folder(folder)
         raise gr.Error(str(exc)) from exc
+    discard(previous)
     rows = workspace.corpus.statuses()
     read = sum(r["status"] == "ok" for r in rows)
     name = source.name if upload else "the built-in dataroom"
@@ -64,7 +76,7 @@ def run_tool(workspace: Workspace | None, name: str, raw_args: str, settings: Se
 
 def build_explorer(settings: Settings) -> None:
     """Lay out the explorer inside the current gr.Blocks."""
-    workspace = gr.State(None)
+    workspace = gr.State(None, time_to_live=_WORKSPACE_TTL_S, delete_callback=discard)
     with gr.Row():
         upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
         with gr.Column():
@@ -79,7 +91,8 @@ def build_explorer(settings: Settings) -> None:
     results = gr.Dataframe(headers=RESULT_COLUMNS, label="Results", interactive=False, wrap=True)
     raw = gr.Code(language="json", label="Full result", interactive=False)
 
-    load_button.click(lambda up: load_dataroom(up, settings), [upload], [workspace, summary, statuses], api_name="load_dataroom")
+    load_button.click(lambda up, previous: load_dataroom(up, settings, previous), [upload, workspace],
+                      [workspace, summary, statuses], api_name="load_dataroom")
     tool.change(lambda name: example_arguments(catalog_by_name()[name]), [tool], [arguments], api_name=False)
     run_button.click(lambda ws, name, args: run_tool(ws, name, args, settings), [workspace, tool, arguments],
                      [workspace, results, raw], api_name="run_tool")
