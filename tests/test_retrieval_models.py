@@ -389,3 +389,16 @@ def test_seed_caches_are_read_but_never_written(
     assert seed_only.get_many("packaged:minilm", "passage", fresh) == [None] * len(fresh)
     on_disk = EmbeddingCache(disk)
     assert all(v is not None for v in on_disk.get_many("packaged:minilm", "passage", fresh))
+
+
+def test_a_listwise_reranker_puts_scores_back_in_document_order() -> None:
+    from searchbox.retrieval.local_models import ListwiseReranker
+
+    class OneListPass:  # the shape of jina-reranker-v3's `rerank`: best first, with each input's index
+        def rerank(self, query: str, documents: list[str]) -> list[dict]:
+            ranked = sorted(range(len(documents)), key=lambda i: -len(set(query.split()) & set(documents[i].split())))
+            return [{"index": i, "relevance_score": 1.0 / (rank + 1)} for rank, i in enumerate(ranked)]
+
+    reranker = ListwiseReranker(OneListPass(), "listwise")
+    scores = reranker.score("office lease end", ["payroll", "the office lease will end in 2031", "lease"])
+    assert scores == [pytest.approx(1 / 3), 1.0, 0.5] and reranker.score("q", []) == []

@@ -145,7 +145,9 @@ def _quantize_int8(model: Any) -> Any:
         )
 
 
-class CrossEncoderReranker:
+class _LocalReranker:
+    """A reranker over a loaded torch model; subclasses say how the model scores a list."""
+
     def __init__(self, model: Any, name: str) -> None:
         self.model = model
         self.name = name
@@ -156,26 +158,26 @@ class CrossEncoderReranker:
         import torch
 
         with torch.inference_mode():
-            scores = self.model.predict([(query, d) for d in documents], show_progress_bar=False)
+            return self._scores(query, documents)
+
+    def _scores(self, query: str, documents: list[str]) -> list[float]:
+        raise NotImplementedError
+
+
+class CrossEncoderReranker(_LocalReranker):
+    """A cross-encoder: one score per (query, document) pair."""
+
+    def _scores(self, query: str, documents: list[str]) -> list[float]:
+        scores = self.model.predict([(query, d) for d in documents], show_progress_bar=False)
         return np.asarray(scores, dtype=np.float32).reshape(len(documents), -1)[:, -1].astype(float).tolist()
 
 
-class ListwiseReranker:
+class ListwiseReranker(_LocalReranker):
     """Rerankers such as jina-reranker-v3 that score a whole list in one pass via `model.rerank`."""
 
-    def __init__(self, model: Any, name: str) -> None:
-        self.model = model
-        self.name = name
-
-    def score(self, query: str, documents: list[str]) -> list[float]:
-        if not documents:
-            return []
-        import torch
-
-        with torch.inference_mode():
-            results = self.model.rerank(query, documents)
+    def _scores(self, query: str, documents: list[str]) -> list[float]:
         scores = [0.0] * len(documents)
-        for item in results:
+        for item in self.model.rerank(query, documents):
             scores[int(item["index"])] = float(item["relevance_score"])
         return scores
 
