@@ -10,6 +10,7 @@ import tempfile
 import warnings
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def _archive(members: list[tuple[str, bytes, int]], damage: tuple | None) -> byt
 
 
 @pytest.fixture(scope="module", autouse=True)
-def report_tally() -> None:
+def report_tally() -> Iterator[None]:
     yield
     print(f"\nRELIABILITY fuzz unpacker: {TALLY['tried']} archives, {TALLY['handled']} handled "
           f"({TALLY['accepted']} unpacked, {TALLY['refused']} refused)")
