@@ -231,6 +231,29 @@ def test_pause_then_resume_continues_from_the_session(job, tmp_path: Path) -> No
     assert read_json(job_dir / "run_meta.json")["tool_calls"] == 2
 
 
+def test_a_run_stopped_between_a_response_and_its_tools_runs_those_tools_on_resume(job, tmp_path: Path) -> None:
+    # A preemption can land right after the model asked for tools: the resumed run must not ask again.
+    control = RunControl()
+
+    def pause_after_the_response(event: Event) -> None:
+        if event.type == "step_end":
+            control.request("paused")
+
+    script = [Reply(tool_calls=[call("grep", pattern="Harbour"), call("ls")]), Reply(text="Ends 31 March 2029.")]
+    with ScriptedEndpoint(script) as endpoint:
+        job_dir, source = job
+        settings = make_settings(tmp_path, endpoint.url)
+        create_job(job_dir, QUESTION, source, settings)
+        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
+        assert run_job(job_dir, settings, client, [pause_after_the_response], control) == "paused"
+        assert run_job(job_dir, settings, client) == "first_turn_done"
+        resumed_request = endpoint.requests[1].body["messages"]
+    assert len(endpoint.requests) == 2
+    assert [m["role"] for m in resumed_request] == ["system", "user", "assistant", "tool", "tool"]
+    assert "Harbour" in resumed_request[3]["content"]
+    assert read_json(job_dir / "run_meta.json")["tool_calls"] == 2
+
+
 def test_cancel_and_ceiling(job, tmp_path: Path) -> None:
     control = RunControl()
     control.request("cancelled")

@@ -120,6 +120,7 @@ class AgentLoop:
             self.session.append({"role": "user", "content": CONTINUE})
 
     def _steps(self, turn_started: float) -> None:
+        self._finish_interrupted_step()
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
@@ -133,6 +134,25 @@ class AgentLoop:
                 self._check_stop()
                 self._run_tool(call)
         raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
+
+    def _finish_interrupted_step(self) -> None:
+        """Run the tool calls a stopped run left without results (a pause or preemption between a
+        response and its tools, or a crash): asking the model again would repeat the step, and
+        endpoints refuse a history whose tool calls have no results."""
+        answered: set[str] = set()
+        for message in reversed(self.session.messages):
+            if message.get("role") == "tool":
+                answered.add(str(message.get("tool_call_id")))
+                continue
+            if message.get("role") != "assistant":
+                return
+            for part in message.get("tool_calls") or []:
+                if part["id"] in answered:
+                    continue
+                self._check_stop()
+                raw = part["function"]["arguments"]
+                self._run_tool(ToolCall(part["id"], part["function"]["name"], json.loads(raw), raw))
+            return
 
     def _wrap_up(self) -> None:
         """A turn cut short still ends with an answer: one more response, with no tools on offer."""

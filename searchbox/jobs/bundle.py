@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -9,16 +11,25 @@ _LEFT_OUT = {"input.zip", "bundle.zip"}
 
 
 def make_bundle(job_dir: Path) -> Path:
-    """Write <job>/bundle.zip afresh and return its path."""
+    """Write <job>/bundle.zip afresh and return its path.
+
+    Each call writes its own hidden temporary zip, then renames it into place: calls for one job
+    may overlap (a run's final download while visitors open it), and a shared temporary name had
+    them truncate and move each other's file."""
     target = job_dir / "bundle.zip"
-    tmp = target.with_suffix(".zip.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(job_dir.rglob("*")):
-            rel = path.relative_to(job_dir)
-            if not path.is_file() or path.is_symlink() or rel.name in _LEFT_OUT or rel.name.startswith("."):
-                continue
-            if rel.parts[:2] == ("work", "dataroom") or ".searchbox" in rel.parts:
-                continue
-            archive.write(path, rel.as_posix())
-    tmp.replace(target)
+    fd, name = tempfile.mkstemp(prefix=".bundle-", suffix=".zip.tmp", dir=job_dir)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(job_dir.rglob("*")):
+                rel = path.relative_to(job_dir)
+                if not path.is_file() or path.is_symlink() or rel.name in _LEFT_OUT or rel.name.startswith("."):
+                    continue
+                if rel.parts[:2] == ("work", "dataroom") or ".searchbox" in rel.parts:
+                    continue
+                archive.write(path, rel.as_posix())
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return target

@@ -34,6 +34,7 @@ FIGURES = ("tokens", "tools", "time", "context", "budget")
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
+_POLL_S = 0.05  # how often a watched run's events are looked for
 _STILL_GOING = {"queued", "running", "paused"}
 
 
@@ -95,18 +96,25 @@ def run_overrides(settings: Settings, budget: float, force: bool, high: list[str
     return overrides
 
 
-def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
-    """Events waiting now (waiting up to `timeout` for the first); True once the run's stream ended."""
+async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
+    """Events waiting now (waiting up to `timeout` for the first); True once the run's stream ended.
+
+    Polls on the event loop rather than blocking a worker thread: every watched run parked a thread
+    of asyncio's small default pool (CPUs + 4), so a few visitors' runs starved every other handler's
+    file work (creating a job, opening a dashboard) under load."""
     events: list[Event] = []
-    try:
-        item = subscription.get(timeout=timeout)
-        while True:
-            if item is None:
-                return events, True
-            events.append(item)
-            item = subscription.get_nowait()
-    except queue.Empty:
-        return events, False
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            while True:
+                item = subscription.get_nowait()
+                if item is None:
+                    return events, True
+                events.append(item)
+        except queue.Empty:
+            if events or time.monotonic() >= deadline:
+                return events, False
+        await asyncio.sleep(_POLL_S)
 
 
 class RunView:
@@ -162,7 +170,7 @@ class RunView:
         last_yield = last_figures = 0.0
         answer_html, sources_html = "*No answer yet.*", ""
         while True:
-            events, ended = await asyncio.to_thread(_drain, subscription, 0.5)
+            events, ended = await _drain(subscription, 0.5)
             for event in events:
                 feed.add(event)
                 dashboard.add(event)

@@ -38,7 +38,14 @@ class Services:
         return services
 
     def remember_secrets(self, job_id: str, secrets: dict[str, str]) -> None:
+        """Keep a run's secrets while it may still run; those of finished runs are dropped here, so
+        a long-lived app holds keys only for unfinished runs (a paused run needs its keys to resume)."""
         with self._lock:
+            held = list(self._secrets)
+        finished = [held_id for held_id in held if (record := self.store.get(held_id)) is None or record.finished]
+        with self._lock:
+            for finished_id in finished:
+                self._secrets.pop(finished_id, None)
             self._secrets[job_id] = {k: v for k, v in secrets.items() if v}
 
     def secrets_for(self, job_id: str) -> dict[str, str]:
