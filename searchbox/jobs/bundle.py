@@ -33,3 +33,9 @@ def make_bundle(job_dir: Path) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return target
+
+
+def downloads(job_dir: Path) -> tuple[str | None, str]:
+    """What a finished run offers for download: its ANSWER.md (None when it wrote none) and its bundle."""
+    answer = job_dir / "work" / "ANSWER.md"
+    return (str(answer) if answer.exists() else None), str(make_bundle(job_dir))

@@ -9,10 +9,11 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox.jobs.bundle import downloads
 from searchbox.jobs.store import JobRecord
 from searchbox.records.files import read_json
 from searchbox.ui.dashboard import Dashboard
-from searchbox.ui.run_view import FIGURES, _downloads, read_answer
+from searchbox.ui.run_view import FIGURES, read_answer
 from searchbox.ui.services import Services
 
 COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "created"]
@@ -42,7 +43,7 @@ class JobsView:
         job_dir = self.services.store.job_dir(record.id)
         answer, sources = await asyncio.to_thread(read_answer, job_dir)
         figures = await asyncio.to_thread(lambda: Dashboard.from_records(job_dir).figures())
-        answer_file, bundle = await asyncio.to_thread(_downloads, job_dir)
+        answer_file, bundle = await asyncio.to_thread(downloads, job_dir)
         return (f"**{record.state}** · {record.question}", answer, sources, *figures.values(), answer_file, bundle)
 
     def act(self, action: str, job_id: str, owner: str) -> tuple[list[list[Any]], Any]:

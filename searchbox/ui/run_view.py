@@ -21,6 +21,7 @@ import gradio as gr
 from searchbox.agent.events import Event
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.jobs.bundle import downloads
 from searchbox.llm.presets import PRESETS
 from searchbox.records.citations import cited_ids
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
@@ -194,7 +195,7 @@ class RunView:
                        *figures.values(), None, None)
         answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
         final = Dashboard.from_records(job_dir).figures()
-        answer_file, bundle = await asyncio.to_thread(_downloads, job_dir)
+        answer_file, bundle = await asyncio.to_thread(downloads, job_dir)
         yield (record.id, self._status(record.id), feed.messages, answer_html, sources_html, *final.values(),
                answer_file, bundle)
 
@@ -284,10 +285,3 @@ class RunView:
                          [job_id, status, feed, answer, sources, *plots, answer_file, bundle_file], api_name="search")
         stop_button.click(self.stop, [job_id], [status], api_name="stop")
         pause_button.click(self.pause, [job_id], [status], api_name="pause")
-
-
-def _downloads(job_dir: Path) -> tuple[str | None, str]:
-    from searchbox.jobs.bundle import make_bundle
-
-    answer = job_dir / "work" / "ANSWER.md"
-    return (str(answer) if answer.exists() else None), str(make_bundle(job_dir))
