@@ -225,3 +225,30 @@ def test_a_line_torn_by_a_kill_never_swallows_the_next_append(tmp_path: Path) ->
     resumed.append({"role": "assistant", "content": "31 March 2029."})
     append_jsonl(path, {"type": "message", "message": {"role": "user", "content": CONTINUE}})
     assert [m["content"] for m in Session.load(path).messages] == ["When does the lease end?", "31 March 2029.", CONTINUE]
+
+
+def test_a_turn_killed_before_its_turn_end_is_ended_on_resume_not_redone(tmp_path: Path) -> None:
+    from conftest import SMALL_DATAROOM, write_tree
+    from searchbox.agent.run import run_job
+    from searchbox.jobs.job import create_job
+    from searchbox.llm.openai_client import OpenAIClient
+    from searchbox.settings import Settings
+
+    with ScriptedEndpoint(default=SlowScript()) as endpoint:
+        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                                    retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"),
+                                    turn_budget=2, force_budget=True)
+        job_dir = tmp_path / "job"
+        create_job(job_dir, question("T"), write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
+        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
+        assert run_job(job_dir, settings, client) == "budget_spent"
+        # What a kill leaves between turn 2's last response (in the session) and its turn_end.
+        turns = (job_dir / "turns.jsonl").read_text().splitlines(keepends=True)
+        (job_dir / "turns.jsonl").write_text("".join(turns[:-1]))
+        asked = len(endpoint.requests)
+        assert run_job(job_dir, settings, client) == "budget_spent"
+        client.close()
+        assert len(endpoint.requests) == asked  # the finished turn is not asked for again
+    users = [m["content"] for m in Session.load(job_dir / "session.jsonl").messages if m["role"] == "user"]
+    assert users == [question("T"), CONTINUE]
+    assert [t["turn"] for t in read_jsonl(job_dir / "turns.jsonl")] == [1, 2]

@@ -77,13 +77,17 @@ class AgentLoop:
         """Run (or resume) until a stop reason; returns it. Never raises for LLM or tool trouble."""
         resumed = bool(self.session.messages)
         self.bus.emit("run_start", resumed=resumed, turn=self.state.turn, model=self.model.model_id)
+        unrecorded_turn = False
         if not resumed:
             self.session.append({"role": "user", "content": question})
         elif self.session.messages[-1].get("role") == "assistant" and not self.session.messages[-1].get("tool_calls"):
-            # The last turn finished idle: resuming means the next turn.
-            self._send_continue_if_budget_left()
+            turns_in_session = 1 + sum(1 for m in self.session.messages if m.get("role") == "user" and m.get("content") == CONTINUE)
+            # Killed after a turn's last response but before its turn_end: end that turn, do not redo it.
+            unrecorded_turn = turns_in_session > self.state.turn
+            if not unrecorded_turn:  # the last turn finished idle: resuming means the next turn
+                self._send_continue_if_budget_left()
         try:
-            reason = self._turns()
+            reason = self._turns(unrecorded_turn)
         except _RunOver as over:
             reason = over.reason
             if over.detail:
@@ -96,19 +100,22 @@ class AgentLoop:
         if self.settings.force_budget and self.state.turn < self.settings.turn_budget:
             self.session.append({"role": "user", "content": CONTINUE})
 
-    def _turns(self) -> str:
+    def _turns(self, unrecorded_turn: bool = False) -> str:
         while True:
-            if self.state.turn >= self.settings.turn_budget:
+            if self.state.turn >= self.settings.turn_budget and not unrecorded_turn:
                 return "budget_spent"
             self.state.turn += 1
             self.bus.turn, self.bus.step = self.state.turn, 0
-            self.bus.emit("turn_start", budget=self.settings.turn_budget)
             turn_started = time.monotonic()
-            try:
-                self._steps(turn_started)
-            except _TurnOver as over:
-                self.bus.emit("notice", level="warning", message=str(over))
-                self._wrap_up()
+            if unrecorded_turn:
+                unrecorded_turn = False
+            else:
+                self.bus.emit("turn_start", budget=self.settings.turn_budget)
+                try:
+                    self._steps(turn_started)
+                except _TurnOver as over:
+                    self.bus.emit("notice", level="warning", message=str(over))
+                    self._wrap_up()
             self._backstop_answer()
             self.bus.emit("turn_end", tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
                           compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3))
