@@ -4,8 +4,10 @@ half-made left behind, and listing that survives a broken file."""
 from __future__ import annotations
 
 import json
+import os
 import logging
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,15 @@ def test_a_refused_job_leaves_nothing_registered(problem: str, store: JobStore, 
     if problem == "bad zip":
         assert "zip" in str(raised.value).lower()  # the user's message comes through
     assert store.list() == [] and list(store.root.iterdir()) == []
+
+
+def test_a_job_folder_half_made_by_a_crash_is_removed_on_the_next_start(tmp_path: Path) -> None:
+    root = tmp_path / "jobs"
+    old, fresh = root / ".staging-old", root / ".staging-in-progress"
+    for folder in (old, fresh):
+        (folder / "work" / "dataroom").mkdir(parents=True)
+        (folder / "work" / "dataroom" / "a.md").write_text("x")
+    (old / "work" / "dataroom").chmod(0o555)  # as install_dataroom leaves it
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    JobStore(root)
+    assert not old.exists() and fresh.exists()  # another process may be creating that one right now

@@ -64,10 +64,25 @@ def public_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if k not in _SECRET_KNOBS and not _SECRET_NAME.search(k)}
 
 
+_STALE_STAGING_S = 3600  # a half-made job folder this old was left by a crash, not by a create in progress
+
+
 class JobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        self._remove_stale_staging()
+
+    def _remove_stale_staging(self) -> None:
+        """A kill during `create` leaves a `.staging-*` folder (never listed as a job); free its disk."""
+        for path in self.root.glob(".staging-*"):
+            try:
+                stale = time.time() - path.stat().st_mtime > _STALE_STAGING_S
+            except OSError:  # removed meanwhile
+                continue
+            if stale:
+                log.info("removing %s, left by an interrupted job creation", path.name)
+                remove_job_folder(path)
 
     def job_dir(self, job_id: str) -> Path:
         if not _ID.match(job_id):
