@@ -84,7 +84,7 @@ def test_packaged_minilm_gives_normalized_float32_rows_of_dim_384(minilm: tuple[
         "cpu",
         "cpu",
     )
-    assert report.notes == []
+    assert all("reused" in note for note in report.notes)  # no device notes: loaded here or earlier in the session
     assert embedder.name == "packaged:minilm"
 
     vectors = embedder.embed(PASSAGES, "passage")
@@ -402,3 +402,10 @@ def test_a_listwise_reranker_puts_scores_back_in_document_order() -> None:
     reranker = ListwiseReranker(OneListPass(), "listwise")
     scores = reranker.score("office lease end", ["payroll", "the office lease will end in 2031", "lease"])
     assert scores == [pytest.approx(1 / 3), 1.0, 0.5] and reranker.score("q", []) == []
+
+
+def test_a_local_model_loaded_once_is_reused_by_the_next_run(offline: None) -> None:
+    settings = Settings.resolve(env={}, embed_model="packaged:minilm")
+    first, _ = load_embedder(settings)
+    again, report = load_embedder(settings)
+    assert again is first and report.notes[-1] == "already loaded in this process: reused"
