@@ -12,8 +12,10 @@ template-less (base) model gets plain chatml and grammar-held JSON actions (see 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import threading
+import weakref
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +31,20 @@ PLAIN_FORMAT = "chatml"
 
 _registry: dict[tuple[str, int], LlamaCppModel] = {}
 _registry_lock = threading.Lock()
+_live: weakref.WeakSet[LlamaCppModel] = weakref.WeakSet()
+
+
+@atexit.register
+def _free_at_exit() -> None:
+    """Free models before interpreter shutdown: llama.cpp's own finalizer fails once its module is gone."""
+    for model in list(_live):
+        if model._lock.acquire(blocking=False):  # one busy in a daemon thread is left to the OS
+            try:
+                if model._llama is not None:
+                    model._llama.close()
+                    model._llama = None
+            finally:
+                model._lock.release()
 
 
 def load_llamacpp(gguf_path: str | Path, n_ctx: int) -> LlamaCppModel:
@@ -55,6 +71,7 @@ class LlamaCppModel(ChatModel):
         self.chat_format: str = self._llama.chat_format
         self.features["chat_format"] = self.chat_format
         self._starts_in_reasoning = _template_opens_think(self._llama)
+        _live.add(self)
 
     @property
     def closed(self) -> bool:
