@@ -586,5 +586,6 @@ def test_the_worker_survives_failing_bookkeeping_writes(env: Env, monkeypatch: p
 
     lost = [name for name in ("W", "Y", "V") if env.record(name).stop_reason != "first_turn_done"]
     survived = 3 - sum(1 for name in ("X", "Z", "W") if env.ids[name] in scheduler._jobs)
-    print(f"\nRELIABILITY faults scheduler: injected {injected[0]}, survived {survived}, runs lost {len(lost)}")
+    print(f"\nRELIABILITY faults scheduler: {injected[0]} failing job.json writes on 3 jobs, worker kept serving "
+          f"after {survived} of 3, runs lost {len(lost)}")
     assert injected[0] >= 4 and survived == 3 and not lost
