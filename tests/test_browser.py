@@ -1,6 +1,6 @@
 """The app in headless Chromium (Debian's chromium, driven by Playwright; no browser download):
-submit a question, watch tool calls appear while the run goes, see the token chart drawn, click a
-citation, and save screenshots. The LLM is a scripted endpoint so the answer cites a real source;
+submit a question, watch tool calls appear while the run goes, reload the page and find the run
+followed again, see the token chart drawn, click a citation, and save screenshots. The LLM is a scripted endpoint so the answer cites a real source;
 everything else (app, scheduler, loop, tools, retrieval) is real.
 
 Set SEARCHBOX_SCREENSHOTS=docs to refresh the README's screenshots.
@@ -36,8 +36,9 @@ def scripted_answer(body: dict[str, Any]) -> Reply:
     if tool_results == 1:
         return Reply(tool_calls=[{"name": "grep", "arguments": {"pattern": "audit", "ignoreCase": True, "limit": 5}}],
                      delay_s=0.3, usage={"prompt_tokens": 2400, "completion_tokens": 25})
+    # Three forced turns of ~4 s each: the run is still going after the page is reloaded.
     return Reply(text="The FY2025 statements were audited by the firm named in the audit report [s1].",
-                 delay_s=0.05, usage={"prompt_tokens": 3100, "completion_tokens": 40})
+                 delay_s=0.15, usage={"prompt_tokens": 3100, "completion_tokens": 40})
 
 
 def test_search_watch_chart_and_citation(tmp_path: Path) -> None:
@@ -61,6 +62,10 @@ def test_search_watch_chart_and_citation(tmp_path: Path) -> None:
         activity = page.locator("#activity")
         expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
         page.screenshot(path=str(shots / "live-run.png"), full_page=False)
+
+        page.reload(wait_until="domcontentloaded")  # the same browser comes back: its run is followed again
+        activity = page.locator("#activity")
+        expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
 
         expect(page.locator("#plot-tokens .js-plotly-plot").first).to_be_visible(timeout=90_000)
         expect(page.get_by_text("Stopped:").first).to_be_visible(timeout=120_000)

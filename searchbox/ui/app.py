@@ -31,8 +31,9 @@ def build_app(settings: Settings | None = None, services: Services | None = None
     with gr.Blocks(title="searchbox") as app:
         owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
+        run_view = RunView(services)
         with gr.Tab("Search"):
-            RunView(services).build(owner)
+            run_view.build(owner)
         with gr.Tab("Jobs"):
             JobsView(services).build(owner)
         with gr.Tab("Dataroom explorer"):
@@ -40,6 +41,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         with gr.Tab("Compare"):
             CompareView(settings).build()
         # A visitor's runs belong to an unguessable id kept in their browser.
-        app.load(lambda current: current or secrets.token_urlsafe(16), [owner], [owner], api_name=False)
+        app.load(lambda current: current or secrets.token_urlsafe(16), [owner], [owner], api_name=False).then(
+            run_view.reattach, [owner], run_view.live_outputs, api_name="reattach")
     app.services = services  # type: ignore[attr-defined]
     return app

@@ -3,7 +3,8 @@
 The run handler is an async generator: it creates a job, hands it to the scheduler, and streams the
 job's events into the activity feed, the answer, the sources and the dashboard. Blocking work runs
 in threads so the event loop keeps serving other visitors. Closing the page does not stop the run:
-it lives on in the Jobs tab.
+it lives on in the Jobs tab, and opening the page again follows the visitor's newest unfinished run
+live, from what it has recorded so far.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from searchbox.records.citations import cited_ids
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
 from searchbox.tools.catalog import load_catalog
 from searchbox.ui.answer import render_answer, render_sources
-from searchbox.ui.dashboard import Dashboard
+from searchbox.ui.dashboard import Dashboard, load_events
 from searchbox.ui.feed import Feed
 from searchbox.ui.services import Services
 
@@ -37,6 +38,12 @@ _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
 _STILL_GOING = {"queued", "running", "paused"}
+_LIVE_OUTPUTS = 5 + len(FIGURES) + 2  # job id, status, feed, answer, sources, the plots, two downloads
+
+
+def _event_key(event: Event) -> tuple:
+    """What identifies an event both live and as read back from events.jsonl (elapsed is rounded there)."""
+    return event.type, event.turn, event.step, round(event.elapsed, 3)
 
 
 def example_questions(limit: int = 6) -> list[str]:
@@ -121,6 +128,7 @@ async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event]
 class RunView:
     def __init__(self, services: Services) -> None:
         self.services = services
+        self.live_outputs: list[Any] = []  # the components a followed run streams into, set by build()
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -160,18 +168,44 @@ class RunView:
             raise gr.Error(str(exc)) from exc
         if jina_key:
             self.services.remember_secrets(record.id, {"jina_api_key": jina_key})
-        job_dir = self.services.store.job_dir(record.id)
-        settings = self.services.store.settings_for(record, self.services.settings)
+        subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed
+        self.services.scheduler.submit(record.id)
+        async for update in self._follow(record.id, question, subscription, replay=False):
+            yield update
+
+    async def reattach(self, owner: str):
+        """On page load: the visitor's newest run still going, followed live from its records so far
+        (a reload or a closed tab does not lose the live view); nothing changes when there is none."""
+        going = [r for r in await asyncio.to_thread(self.services.store.list, owner) if r.state in _STILL_GOING]
+        if not owner or not going:
+            yield tuple(gr.skip() for _ in range(_LIVE_OUTPUTS))
+            return
+        record = going[0]
+        subscription = self.services.scheduler.subscribe(record.id)  # before reading the records
+        async for update in self._follow(record.id, record.question, subscription, replay=True):
+            yield update
+
+    async def _follow(self, job_id: str, question: str, subscription: queue.Queue, replay: bool):
+        """Stream a job into the live view until its run stops for good; with `replay`, what it
+        already recorded comes first, and the stream skips the events the records already hold."""
+        job_dir = self.services.store.job_dir(job_id)
+        record = self.services.store.get(job_id)
+        settings = self.services.store.settings_for(record, self.services.settings) if record else self.services.settings
         feed = Feed(question)
         dashboard = Dashboard(context_window=settings.context_window, budget=settings.turn_budget)
-        subscription = self.services.scheduler.subscribe(record.id)
-        self.services.scheduler.submit(record.id)
+        recorded: set[tuple] = set()
+        if replay:
+            for event in await asyncio.to_thread(load_events, job_dir):
+                feed.add(event)
+                dashboard.add(event)
+                recorded.add(_event_key(event))
+        answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
         figures = dashboard.figures()
-        yield (record.id, "⏳ Queued…", feed.messages, "*No answer yet.*", "", *figures.values(), None, None)
+        yield (job_id, self._status(job_id), feed.messages, answer_html, sources_html, *figures.values(), None, None)
         last_yield = last_figures = 0.0
-        answer_html, sources_html = "*No answer yet.*", ""
         while True:
             events, ended = await _drain(subscription, 0.5)
+            events = [e for e in events if _event_key(e) not in recorded]
             for event in events:
                 feed.add(event)
                 dashboard.add(event)
@@ -179,11 +213,11 @@ class RunView:
                     answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
             now = time.monotonic()
             if ended:
-                current = self.services.store.get(record.id)
+                current = self.services.store.get(job_id)
                 if current is not None and current.state in _STILL_GOING:
                     # Preempted by another run: it resumes on its own; keep following it.
-                    subscription = self.services.scheduler.subscribe(record.id)
-                    yield (record.id, "⏸️ Paused for another run; resumes automatically", feed.messages,
+                    subscription = self.services.scheduler.subscribe(job_id)
+                    yield (job_id, "⏸️ Paused for another run; resumes automatically", feed.messages,
                            answer_html, sources_html, *dashboard.figures().values(), None, None)
                     continue
                 break
@@ -191,12 +225,12 @@ class RunView:
                 if now - last_figures >= _FIGURES_EVERY_S:
                     figures, last_figures = dashboard.figures(), now
                 last_yield = now
-                yield (record.id, self._status(record.id), feed.messages, answer_html, sources_html,
+                yield (job_id, self._status(job_id), feed.messages, answer_html, sources_html,
                        *figures.values(), None, None)
         answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
         final = Dashboard.from_records(job_dir).figures()
         answer_file, bundle = await asyncio.to_thread(downloads, job_dir)
-        yield (record.id, self._status(record.id), feed.messages, answer_html, sources_html, *final.values(),
+        yield (job_id, self._status(job_id), feed.messages, answer_html, sources_html, *final.values(),
                answer_file, bundle)
 
     def _status(self, job_id: str) -> str:
@@ -280,8 +314,9 @@ class RunView:
                       [effort], [budget, force], api_name=False)
         all_high.change(lambda on: high if on else [], [all_high], [high_tools], api_name=False)
         all_low.change(lambda on: low if on else [], [all_low], [low_tools], api_name=False)
+        self.live_outputs = [job_id, status, feed, answer, sources, *plots, answer_file, bundle_file]
         run_button.click(self.run, [question, upload, budget, force, high_tools, low_tools, llm, endpoint, model_id,
                                     retrieval, embed_backend, rerank_backend, jina_key, owner],
-                         [job_id, status, feed, answer, sources, *plots, answer_file, bundle_file], api_name="search")
+                         self.live_outputs, api_name="search")
         stop_button.click(self.stop, [job_id], [status], api_name="stop")
         pause_button.click(self.pause, [job_id], [status], api_name="pause")

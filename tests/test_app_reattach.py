@@ -1,0 +1,70 @@
+"""A page opened again follows the visitor's unfinished run live: the real app with a slow scripted
+endpoint, one gradio_client session that submits and goes away, another that comes back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gradio_client import Client
+
+from app_server import running_app
+from scripted_endpoint import Reply, ScriptedEndpoint
+from searchbox.ui.run_view import ENDPOINT_CHOICE
+
+OWNER = "visitor-who-reloads"
+ANSWER = "The statements were audited by the firm in the audit report [s1]."
+
+
+def slow_agent(body: dict[str, Any]) -> Reply:
+    """Searches twice, a second apart, then answers: slow enough to leave and come back mid-run."""
+    done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+    if done >= 2:
+        return Reply(text=ANSWER, chunk_chars=8, delay_s=0.05)
+    return Reply(tool_calls=[{"name": "grep", "arguments": {"pattern": f"audit{'or' * done}"}}], delay_s=1.0)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    with ScriptedEndpoint(default=slow_agent) as endpoint:
+        home = tmp_path_factory.mktemp("app")
+        with running_app(home, LLAMA_URL=endpoint.url) as url:
+            yield url, home
+
+
+def search_args(question: str) -> tuple:
+    # question, upload, budget, force, high tools, low tools, llm, endpoint, model id, retrieval preset,
+    # embed backend, rerank backend, Jina key, owner
+    return (question, None, 1, False, [], [], ENDPOINT_CHOICE, "", "", "packaged", "local", "local", "", OWNER)
+
+
+def tool_titles(feed: list[dict]) -> list[str]:
+    return [str((m.get("metadata") or {}).get("title") or "") for m in feed if "grep" in str(m.get("metadata") or {})]
+
+
+def test_coming_back_follows_the_unfinished_run_from_its_records(app: tuple[str, Path]) -> None:
+    url, _ = app
+    leaving = Client(url, verbose=False)
+    job = leaving.submit(*search_args("Who audited the statements?"), api_name="/search")
+    deadline = time.monotonic() + 60
+    while not any(tool_titles(update[1]) for update in job) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job.cancel()  # the page is closed mid-run; the run goes on in the scheduler
+
+    back = Client(url, verbose=False)
+    updates = list(back.submit(OWNER, api_name="/reattach"))
+    status, feed, answer = updates[-1][0], updates[-1][1], updates[-1][2]
+    assert "done" in status
+    assert len(tool_titles(updates[0][1])) >= 1, "what ran before coming back is shown at once"
+    assert len(tool_titles(feed)) == 2, "each tool call once: replayed ones are not repeated live"
+    assert "audited by the firm" in answer
+    assert updates[-1][-1] and Path(updates[-1][-1]).name == "bundle.zip"
+
+
+def test_nothing_changes_for_a_visitor_with_no_unfinished_run(app: tuple[str, Path]) -> None:
+    url, _ = app
+    result = Client(url, verbose=False).predict("a-visitor-with-no-runs", api_name="/reattach")
+    assert all(isinstance(r, dict) and r.get("__type__") == "update" for r in result)  # every output left as it is
