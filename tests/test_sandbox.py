@@ -228,3 +228,49 @@ def test_a_command_that_fills_the_disk_is_stopped(work: Path) -> None:
     written = sum(p.stat().st_size for p in work.glob("f*.bin"))
     assert result.disk_exceeded and result.exit_code is None and "finished" not in result.output
     assert budget < written < 1000 * 8_000_000 // 4  # stopped long before the loop's 8 GB
+
+
+_AS_NOBODY = """
+import json, subprocess, sys
+from pathlib import Path
+from searchbox.tools.sandbox import filesystem_level, run_sandboxed
+work = Path(sys.argv[1])
+userns = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "true"]).returncode == 0
+result = run_sandboxed(f"cat {work.parent}/outside.txt; touch dataroom/new; echo ok > mine.txt", work, 20,
+                       output_cap_bytes=10_000)
+print(json.dumps({"userns": userns, "level": filesystem_level(), "output": result.output}))
+"""
+
+
+def test_an_app_running_unprivileged_gets_the_same_confinement() -> None:
+    """The app as an ordinary user (as on a Hugging Face Space): a user namespace stands in for root."""
+    import json
+    import shutil
+    import tempfile
+
+    python = "/usr/bin/python3"
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or not Path(python).exists():
+        pytest.skip("needs root (to become another user), setpriv and a system python3")
+    version = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 11))"], capture_output=True, text=True)
+    if version.stdout.strip() != "True":
+        pytest.skip("the system python3 is older than 3.11")
+    base = Path(tempfile.mkdtemp(prefix="searchbox-nobody-"))
+    try:
+        base.chmod(0o777)
+        (base / "outside.txt").write_text("a host secret")
+        work = base / "work"
+        (work / "dataroom").mkdir(parents=True)
+        (work / "dataroom" / "a.md").write_text("original")
+        subprocess.run(["chown", "-R", "65534:65534", str(work)], check=True)
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", _AS_NOBODY,
+                               str(work)], capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": os.environ["PATH"]})
+        assert done.returncode == 0, done.stderr[-2000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        if not report["userns"]:
+            pytest.skip("this host gives unprivileged users no user namespace: bash_filesystem=host")
+        assert report["level"] == "confined"
+        assert "a host secret" not in report["output"] and "Read-only file system" in report["output"]
+        assert (work / "mine.txt").read_text() == "ok\n" and sorted(p.name for p in (work / "dataroom").iterdir()) == ["a.md"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -204,7 +204,7 @@ mkdir .old
 pivot_root . .old
 umount -l /.old
 rmdir /.old
-mount -o remount,ro /
+mount -o remount,bind,ro,nosuid,nodev /  # nosuid,nodev: flags a user namespace locks on its mounts
 cd "$work"
 if [ -n "$uid" ]; then
     exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- "$@"
