@@ -112,7 +112,7 @@ class Settings:
         0, "when a scope has more chunks than this, embed only this many BM25 candidates per query (0 = off)"
     )
     searchbox_cache_dir: str = knob(
-        "", "disk cache for embeddings, shared across jobs (default: ~/.cache/searchbox)"
+        "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox)"
     )
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
     searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")

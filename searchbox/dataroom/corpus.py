@@ -10,6 +10,7 @@ from typing import Any
 
 from searchbox.dataroom.chunking import Chunk, chunk_file
 from searchbox.dataroom.extract import ExtractedFile, extract_dataroom
+from searchbox.dataroom.extract_cache import ExtractionCache
 
 
 @dataclass
@@ -23,8 +24,8 @@ class Corpus:
         self._by_path = {f.path: f for f in self.files}
 
     @classmethod
-    def load(cls, root: Path, chunk_size: int, chunk_overlap: int) -> Corpus:
-        files = extract_dataroom(root)
+    def load(cls, root: Path, chunk_size: int, chunk_overlap: int, cache: ExtractionCache | None = None) -> Corpus:
+        files = extract_dataroom(root, cache.extract if cache else None)
         chunks = [c for f in files if f.status == "ok" for c in chunk_file(f, chunk_size, chunk_overlap)]
         return cls(Path(root), files, chunks)
 

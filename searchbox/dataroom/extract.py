@@ -89,11 +89,12 @@ def extractor(*suffixes: str) -> Callable[[Extractor], Extractor]:
     return register
 
 
-def extract_dataroom(root: Path) -> list[ExtractedFile]:
-    """Every file under `root`, sorted by path; never raises for a bad file."""
+def extract_dataroom(root: Path, extract: Callable[[Path, str], ExtractedFile] | None = None) -> list[ExtractedFile]:
+    """Every file under `root`, sorted by path; never raises for a bad file. `extract` stands in for
+    `extract_file` (the on-disk cache of extract_cache)."""
     root = Path(root)
     paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    return [extract_file(root, p) for p in paths]
+    return [(extract or extract_file)(root, p) for p in paths]
 
 
 def extract_file(root: Path, relpath: str) -> ExtractedFile:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.dataroom.corpus import Corpus
+from searchbox.dataroom.extract_cache import ExtractionCache
 from searchbox.dataroom.unpack import install_dataroom
 from searchbox.settings import Settings
 
@@ -22,7 +23,8 @@ def prepare_work_dir(job_dir: Path, source: Path) -> Path:
 
 
 def load_corpus(work_dir: Path, settings: Settings) -> Corpus:
-    return Corpus.load(work_dir / "dataroom", settings.chunk_size, settings.chunk_overlap)
+    cache = ExtractionCache(Path(settings.cache_dir) / "extracted")
+    return Corpus.load(work_dir / "dataroom", settings.chunk_size, settings.chunk_overlap, cache)
 
 
 def remove_job_folder(path: Path) -> None:

@@ -1,0 +1,91 @@
+"""Extracted text kept on disk across runs, keyed by what a file holds.
+
+A sweep runs the same dataroom dozens of times and the app's upload preview extracts the files the
+run extracts again: parsing PDFs and workbooks each time is the slow part of ingestion. The key is a
+hash of the extraction code, the file's suffix and its bytes, so a changed file or a changed
+extractor is a miss, never a stale hit; a damaged entry is a miss too. A cache folder that cannot
+be written is simply not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from searchbox.dataroom import extract
+from searchbox.dataroom.extract import ExtractedFile, Segment
+
+log = logging.getLogger(__name__)
+
+# Any edit to the extractors changes every key.
+_CODE_VERSION = hashlib.sha256(Path(extract.__file__).read_bytes()).hexdigest()[:16]
+_READ_BYTES = 1 << 20
+
+
+class ExtractionCache:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.hits = 0
+        self.misses = 0
+
+    def extract(self, root: Path, relpath: str) -> ExtractedFile:
+        """The file's extraction: from the cache when this content was extracted before."""
+        path = Path(root) / relpath
+        fn = extract.EXTRACTORS.get(path.suffix.lower())
+        try:
+            if fn is None or path.stat().st_size > extract.MAX_FILE_BYTES:  # skipped at once: nothing to save
+                return extract.extract_file(root, relpath)
+            key = _key(path, fn)
+        except OSError:  # unreadable: extraction reports why
+            return extract.extract_file(root, relpath)
+        cached = self._get(key, relpath)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        self.misses += 1
+        result = extract.extract_file(root, relpath)
+        self._put(key, result)
+        return result
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def _get(self, key: str, relpath: str) -> ExtractedFile | None:
+        try:
+            data = json.loads(self._entry(key).read_text(encoding="utf-8"))
+            segments = [Segment(s["label"], s["text"]) for s in data["segments"]]
+            return ExtractedFile(relpath, data["status"], data["reason"], segments)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _put(self, key: str, result: ExtractedFile) -> None:
+        entry = self._entry(key)
+        data = {k: v for k, v in asdict(result).items() if k != "path"}  # the same bytes may sit at any path
+        tmp = None
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            # A name of its own: another process may be writing the same entry right now.
+            fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=f".{key}.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, ensure_ascii=False)
+            os.replace(tmp, entry)
+        except OSError as exc:
+            log.warning("extraction cache not written (%s): %s", self.folder, exc)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+
+
+def _key(path: Path, fn: extract.Extractor) -> str:
+    # The extractor itself too: one registered from elsewhere is not covered by _CODE_VERSION.
+    code = getattr(fn, "__code__", None)
+    digest = hashlib.sha256(f"{_CODE_VERSION}\0{path.suffix.lower()}\0{fn.__module__}.{fn.__qualname__}\0".encode())
+    digest.update(code.co_code if code is not None else b"")
+    with path.open("rb") as handle:
+        while block := handle.read(_READ_BYTES):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,82 @@
+"""The on-disk extraction cache with real documents: a second extraction of the same bytes is read
+back identical, wherever the file sits; a changed file, a damaged entry or an unwritable folder
+falls back to extracting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dataroom_factories import make_docx, make_pdf, make_xlsx
+
+from searchbox.dataroom import extract
+from searchbox.dataroom.extract import extract_dataroom
+from searchbox.dataroom.extract_cache import ExtractionCache
+
+
+@pytest.fixture
+def room(tmp_path: Path) -> Path:
+    root = tmp_path / "room"
+    (root / "legal").mkdir(parents=True)
+    make_pdf(root / "legal" / "lease.pdf", ["The lease ends in 2031.", "Rent is EUR 4,000 a month."])
+    make_docx(root / "board.docx", ["The board met in May."], [["item", "vote"], ["budget", "yes"]])
+    make_xlsx(root / "kpis.xlsx", {"2025": [["metric", "value"], ["revenue", 12]]})
+    (root / "notes.md").write_text("# Notes\nThe auditor is Brightwater LLP.\n")
+    (root / "photo.heic").write_bytes(b"\x00" * 10)  # no extractor: never cached
+    return root
+
+
+def as_rows(files: list[extract.ExtractedFile]) -> list[tuple]:
+    return [(f.path, f.status, f.reason, f.text) for f in files]
+
+
+def test_a_second_extraction_is_read_back_identical(room: Path, tmp_path: Path) -> None:
+    cache = ExtractionCache(tmp_path / "cache")
+    fresh = extract_dataroom(room)
+    first = extract_dataroom(room, cache.extract)
+    assert (cache.hits, cache.misses) == (0, 4)
+    again = ExtractionCache(tmp_path / "cache")  # another run, another process: only the folder is shared
+    second = extract_dataroom(room, again.extract)
+    assert (again.hits, again.misses) == (4, 0)
+    assert as_rows(first) == as_rows(second) == as_rows(fresh)
+    assert "Brightwater" in dict((f.path, f.text) for f in second)["notes.md"]
+
+
+def test_the_same_bytes_elsewhere_hit_and_a_changed_file_misses(room: Path, tmp_path: Path) -> None:
+    cache = ExtractionCache(tmp_path / "cache")
+    extract_dataroom(room, cache.extract)
+    (room / "legal" / "lease.pdf").rename(room / "lease-copy.pdf")
+    (room / "notes.md").write_text("# Notes\nThe auditor is now Harbourline.\n")
+    cache.hits = cache.misses = 0
+    files = {f.path: f for f in extract_dataroom(room, cache.extract)}
+    assert (cache.hits, cache.misses) == (3, 1)
+    assert "2031" in files["lease-copy.pdf"].text and "Harbourline" in files["notes.md"].text
+
+
+def test_a_damaged_entry_is_extracted_again_and_rewritten(room: Path, tmp_path: Path) -> None:
+    cache = ExtractionCache(tmp_path / "cache")
+    extract_dataroom(room, cache.extract)
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    assert len(entries) == 4
+    entries[0].write_bytes(b"\x00garbage{")
+    entries[1].write_text('{"status": "ok"}')  # valid JSON, not an entry
+    cache.hits = cache.misses = 0
+    assert as_rows(extract_dataroom(room, cache.extract)) == as_rows(extract_dataroom(room))
+    assert (cache.hits, cache.misses) == (2, 2)
+    assert ExtractionCache(tmp_path / "cache").extract(room, "notes.md").status == "ok"
+
+
+def test_an_unwritable_cache_folder_is_not_used(room: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    cache = ExtractionCache(blocked)
+    assert as_rows(extract_dataroom(room, cache.extract)) == as_rows(extract_dataroom(room))
+    assert "extraction cache not written" in caplog.text
+
+
+def test_files_skipped_by_their_size_are_not_hashed(room: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(extract, "MAX_FILE_BYTES", 100)
+    cache = ExtractionCache(tmp_path / "cache")
+    files = {f.path: f for f in extract_dataroom(room, cache.extract)}
+    assert files["board.docx"].status == "skipped" and "limit" in files["board.docx"].reason
+    assert cache.misses == 1  # only notes.md is small enough to extract (and to cache)
