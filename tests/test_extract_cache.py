@@ -80,3 +80,10 @@ def test_files_skipped_by_their_size_are_not_hashed(room: Path, tmp_path: Path, 
     files = {f.path: f for f in extract_dataroom(room, cache.extract)}
     assert files["board.docx"].status == "skipped" and "limit" in files["board.docx"].reason
     assert cache.misses == 1  # only notes.md is small enough to extract (and to cache)
+
+
+def test_a_file_that_failed_is_tried_again_next_time(room: Path, tmp_path: Path) -> None:
+    (room / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    cache = ExtractionCache(tmp_path / "cache")
+    assert cache.extract(room, "broken.pdf").status == "error"
+    assert cache.extract(room, "broken.pdf").status == "error" and (cache.hits, cache.misses) == (0, 2)

@@ -49,7 +49,8 @@ class ExtractionCache:
             return cached
         self.misses += 1
         result = extract.extract_file(root, relpath)
-        self._put(key, result)
+        if result.status != "error":  # an error may be passing (memory, a read failure): try again next time
+            self._put(key, result)
         return result
 
     def _entry(self, key: str) -> Path:
