@@ -1,5 +1,6 @@
-"""A page opened again follows the visitor's unfinished run live: the real app with a slow scripted
-endpoint, one gradio_client session that submits and goes away, another that comes back."""
+"""Following a run that is still going: a page opened again follows the visitor's unfinished run
+live, and the Jobs tab redraws an opened run until it ends. The real app with a slow scripted
+endpoint; one gradio_client session submits and goes away, another comes back."""
 
 from __future__ import annotations
 
@@ -68,3 +69,28 @@ def test_nothing_changes_for_a_visitor_with_no_unfinished_run(app: tuple[str, Pa
     url, _ = app
     result = Client(url, verbose=False).predict("a-visitor-with-no-runs", api_name="/reattach")
     assert all(isinstance(r, dict) and r.get("__type__") == "update" for r in result)  # every output left as it is
+
+
+def test_the_jobs_tab_redraws_an_opened_run_until_it_ends(app: tuple[str, Path]) -> None:
+    url, _ = app
+    client = Client(url, verbose=False)
+    client.submit(*search_args("Who signed the audit report?"), api_name="/search")
+    deadline = time.monotonic() + 60
+    job_id = ""
+    while not job_id and time.monotonic() < deadline:
+        _, choices = client.predict(OWNER, api_name="/jobs")
+        going = [value for label, value in choices["choices"] if "running" in label or "queued" in label]
+        job_id = going[0] if going else ""
+    heading, *_ = client.predict(job_id, OWNER, api_name="/open_job")
+    assert "running" in heading or "queued" in heading
+    draws = []
+    while time.monotonic() < deadline:
+        view = client.predict(OWNER, api_name="/redraw_job")  # the session remembers the opened run
+        if not isinstance(view[0], str):  # nothing more to draw
+            break
+        draws.append(view)
+        time.sleep(0.5)
+    assert any("running" in d[0] for d in draws[:-1]) and "done" in draws[-1][0]
+    assert Path(draws[-1][-1]).name == "bundle.zip"  # the draw after the end brings the downloads
+    view = Client(url, verbose=False).predict(OWNER, api_name="/redraw_job")
+    assert all(isinstance(v, dict) and v.get("__type__") == "update" for v in view)  # a session that opened nothing
