@@ -7,9 +7,9 @@ Run with `pytest -s tests/test_fuzz_parsing.py` to see the RELIABILITY tally lin
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
+from fuzz_tally import FuzzTally
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +24,7 @@ from searchbox.llm.types import ChatResponse, StreamEvent, ToolCall, Usage
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=250,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-TALLY: Counter[str] = Counter()
+TALLY = FuzzTally()
 
 # Everything that switches the parsers into markup mode; "plain" text must contain none of it.
 MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<function=", "</function>",
@@ -55,10 +55,6 @@ json_args = st.dictionaries(plain_text, json_value, max_size=4)
 xml_key = st.text(min_size=1, max_size=12).filter(
     lambda k: _is_plain(k) and ">" not in k and "\n" not in k and k == k.strip() and bool(k))
 xml_args = st.dictionaries(xml_key, json_value, max_size=4)
-
-
-def _count(label: str) -> None:
-    TALLY[label] += 1
 
 
 def _chunks(data: st.DataObject, text: str) -> list[str]:
@@ -101,12 +97,12 @@ def _shown(events: list[StreamEvent], kind: str) -> str:
 @example(text="<tool_call>{\"name\": \"x\", \"arguments\": {[1]: 2}}</tool_call>", starts_in_reasoning=False)
 @example(text="<function=x><parameter=a>" + "[" * 5000 + "</parameter></function>", starts_in_reasoning=False)
 def test_any_text_parses_without_raising(text: str, starts_in_reasoning: bool) -> None:
-    _count("tool-call parser, arbitrary text")
+    TALLY.count("tool-call parser, arbitrary text")
     parsed = parse_assistant_text(text, TOOLS, starts_in_reasoning=starts_in_reasoning)
     assert isinstance(parsed.text, str) and isinstance(parsed.reasoning, str)
     for call in parsed.tool_calls:
         _assert_well_formed(call)
-    _count("tool-call parser, arbitrary text: handled")
+    TALLY.count("tool-call parser, arbitrary text: handled")
 
 
 @FUZZ
@@ -116,7 +112,7 @@ def test_any_text_parses_without_raising(text: str, starts_in_reasoning: bool) -
 @example(text="{[1]: 2}")
 @example(text="{'a': {1, 2}, 'b': b'x', 'c': 1j, 'd': ...}")
 def test_lenient_json_returns_json_or_a_value_error(text: str) -> None:
-    _count("lenient JSON")
+    TALLY.count("lenient JSON")
     try:
         value = loads_lenient(text)
     except ValueError:
@@ -127,7 +123,7 @@ def test_lenient_json_returns_json_or_a_value_error(text: str) -> None:
     assert (arguments is None) != (error is None)
     if arguments is not None:
         json.dumps(arguments)
-    _count("lenient JSON: handled")
+    TALLY.count("lenient JSON: handled")
 
 
 @FUZZ
@@ -135,12 +131,12 @@ def test_lenient_json_returns_json_or_a_value_error(text: str) -> None:
 @example(text='{"tool": "x", "arguments": {"a": {1, 2}}}')
 @example(text="{'tool': 'x', 'arguments': {'a': b'x'}}")
 def test_any_json_action_parses_without_raising(text: str) -> None:
-    _count("JSON action parser")
+    TALLY.count("JSON action parser")
     answer, calls = parse_action(text)
     assert isinstance(answer, str) and len(calls) <= 1
     for call in calls:
         _assert_well_formed(call)
-    _count("JSON action parser: handled")
+    TALLY.count("JSON action parser: handled")
 
 
 @FUZZ
@@ -148,27 +144,27 @@ def test_any_json_action_parses_without_raising(text: str) -> None:
 def test_chunking_never_changes_what_is_shown_or_parsed(text: str, data: st.DataObject,
                                                         starts_in_reasoning: bool) -> None:
     chunks = _chunks(data, text)  # drawn before counting: an example cut short while drawing is no input
-    _count("streamed deltas, arbitrary chunking")
+    TALLY.count("streamed deltas, arbitrary chunking")
     events, response = _stream(chunks, starts_in_reasoning=starts_in_reasoning)
     whole_events, whole = _stream([text], starts_in_reasoning=starts_in_reasoning)
     for kind in ("text", "reasoning"):
         assert _shown(events, kind) == _shown(whole_events, kind)
     assert (response.text, response.reasoning) == (whole.text, whole.reasoning)
     assert [(c.name, c.arguments) for c in response.tool_calls] == [(c.name, c.arguments) for c in whole.tool_calls]
-    _count("streamed deltas, arbitrary chunking: handled")
+    TALLY.count("streamed deltas, arbitrary chunking: handled")
 
 
 @FUZZ
 @given(deltas=st.lists(messy_text, min_size=1, max_size=5))
 def test_native_argument_deltas_of_any_text(deltas: list[str]) -> None:
-    _count("native tool-call deltas, arbitrary text")
+    TALLY.count("native tool-call deltas, arbitrary text")
     builder = ResponseBuilder(TOOLS)
     for delta in deltas:
         part = {"index": 0, "id": "call_1", "function": {"name": "read", "arguments": delta}}
         builder.add_chunk({"choices": [{"delta": {"tool_calls": [part]}}]})
     [call] = builder.response(Usage(), {}).tool_calls
     _assert_well_formed(call)
-    _count("native tool-call deltas, arbitrary text: handled")
+    TALLY.count("native tool-call deltas, arbitrary text: handled")
 
 
 # --- a valid call, embedded and chunked ----------------------------------------------------------
@@ -212,7 +208,7 @@ def test_a_valid_call_in_any_text_and_chunks_is_the_same_call(
     think = "" if reasoning is None else f"<think>{reasoning}</think>"
     message = think + prefix + _markup(form, name, arguments, ascii_only) + suffix
     chunks = _chunks(data, message)
-    _count("tool-call parser, valid call embedded and chunked")
+    TALLY.count("tool-call parser, valid call embedded and chunked")
 
     builder = ResponseBuilder(tools)
     events = [e for chunk in chunks for e in builder.add_chunk({"choices": [{"delta": {"content": chunk}}]})]
@@ -229,7 +225,7 @@ def test_a_valid_call_in_any_text_and_chunks_is_the_same_call(
     if form != "fenced":  # a bare fence is only known to be a call once complete: it shows live
         assert _shown(events, "text") == prefix + suffix
     assert _shown(events, "reasoning") == (reasoning or "")
-    _count("tool-call parser, valid call embedded and chunked: handled")
+    TALLY.count("tool-call parser, valid call embedded and chunked: handled")
 
 
 @FUZZ
@@ -237,33 +233,28 @@ def test_a_valid_call_in_any_text_and_chunks_is_the_same_call(
 def test_native_arguments_in_any_chunks_round_trip(name: str, arguments: dict[str, Any], data: st.DataObject,
                                                    repeat_name: bool) -> None:
     chunks = _chunks(data, json.dumps(arguments, ensure_ascii=False))
-    _count("native tool-call deltas, valid call chunked")
+    TALLY.count("native tool-call deltas, valid call chunked")
     builder = ResponseBuilder(TOOLS)
     for n, piece in enumerate(chunks):
         function = {"arguments": piece} | ({"name": name} if n == 0 or repeat_name else {})
         builder.add_chunk({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_1", "function": function}]}}]})
     [call] = builder.response(Usage(), {}).tool_calls
     assert (call.id, call.name, call.arguments, call.parse_error) == ("call_1", name, arguments, None)
-    _count("native tool-call deltas, valid call chunked: handled")
+    TALLY.count("native tool-call deltas, valid call chunked: handled")
 
 
 @FUZZ
 @given(name=identifier, arguments=json_args, answer=plain_text, pad=st.sampled_from(["", " ", "\n"]))
 def test_json_actions_round_trip(name: str, arguments: dict[str, Any], answer: str, pad: str) -> None:
-    _count("JSON action parser, valid actions")
+    TALLY.count("JSON action parser, valid actions")
     text, [call] = parse_action(pad + json.dumps({"tool": name, "arguments": arguments}) + pad)
     assert (text, call.name, call.arguments, call.parse_error) == ("", name, arguments, None)
     assert parse_action(json.dumps({"answer": answer}, ensure_ascii=False)) == (answer.strip(), [])
     # The same arguments written as a Python literal (single quotes, True/None) are read the same.
     assert loads_lenient(repr(arguments)) == arguments
-    _count("JSON action parser, valid actions: handled")
+    TALLY.count("JSON action parser, valid actions: handled")
 
 
 def test_tally() -> None:
     """Prints the RELIABILITY lines; every property above must have run and handled every input."""
-    labels = sorted(label for label in TALLY if not label.endswith(": handled"))
-    assert len(labels) == 8, labels
-    for label in labels:
-        tried, handled = TALLY[label], TALLY[f"{label}: handled"]
-        print(f"RELIABILITY fuzz {label}: {tried} inputs, {handled} handled")
-        assert tried > 0 and handled == tried, label
+    TALLY.report(8)

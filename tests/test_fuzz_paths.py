@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzz_tally import FuzzTally
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +28,7 @@ from searchbox.tools.sources import SourceLedger
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,
                 suppress_health_check=[HealthCheck.too_slow])
 
-TALLY: Counter[str] = Counter()
+TALLY = FuzzTally()
 
 # In every file outside work/: a read or grep that shows it has escaped.
 SECRET = "OUTSIDE-SECRET-7c1f"
@@ -91,10 +91,6 @@ def _snapshot(job: Job) -> dict[str, Any]:
     return state
 
 
-def _count(label: str) -> None:
-    TALLY[label] += 1
-
-
 # "<root>" and "<work>" stand for the real absolute folders, which exist only once the fixture ran.
 prefix = st.sampled_from(["", "", "", "/", "./", "~/", "//", "\\", "<root>/", "<work>/", "dataroom/../"])
 separator = st.sampled_from(["/", "/", "/", "//", "\\", "/./"])
@@ -139,7 +135,7 @@ def _assert_inside_work(job: Job, output: ToolOutput) -> None:
 @example(path="a\x00b", tool="read", glob="*")
 @example(path="x" * 300, tool="ls", glob="*")
 def test_reads_never_show_anything_from_outside_work(job: Job, path: str, tool: str, glob: str) -> None:
-    _count("path confinement, reads (read ls find grep)")
+    TALLY.count("path confinement, reads (read ls find grep)")
     before = _snapshot(job)
     path = _real(job, path)
     if tool == "read":
@@ -153,7 +149,7 @@ def test_reads_never_show_anything_from_outside_work(job: Job, path: str, tool: 
     assert SECRET not in output.text and LISTED_ONLY not in output.text, output.text[:300]
     _assert_inside_work(job, output)
     assert _snapshot(job) == before
-    _count("path confinement, reads (read ls find grep): handled")
+    TALLY.count("path confinement, reads (read ls find grep): handled")
 
 
 @FUZZ
@@ -174,7 +170,7 @@ def test_reads_never_show_anything_from_outside_work(job: Job, path: str, tool: 
 @example(path="a\x00b", tool="write")
 @example(path="x" * 300, tool="write")
 def test_writes_never_touch_outside_work_or_the_dataroom(job: Job, path: str, tool: str) -> None:
-    _count("path confinement, writes (write edit)")
+    TALLY.count("path confinement, writes (write edit)")
     before = _snapshot(job)
     path = _real(job, path)
     if tool == "write":
@@ -183,14 +179,9 @@ def test_writes_never_touch_outside_work_or_the_dataroom(job: Job, path: str, to
         output = _call(job, "edit", path=path, edits=[{"oldText": "keep", "newText": WRITTEN}])
     assert _snapshot(job) == before, output.text[:300]
     _assert_inside_work(job, output)
-    _count("path confinement, writes (write edit): handled")
+    TALLY.count("path confinement, writes (write edit): handled")
 
 
 def test_tally() -> None:
     """Prints the RELIABILITY lines; every property above must have run and handled every input."""
-    labels = sorted(label for label in TALLY if not label.endswith(": handled"))
-    assert len(labels) == 2, labels
-    for label in labels:
-        tried, handled = TALLY[label], TALLY[f"{label}: handled"]
-        print(f"RELIABILITY fuzz {label}: {tried} inputs, {handled} handled")
-        assert tried > 0 and handled == tried, label
+    TALLY.report(2)

@@ -8,11 +8,11 @@ Run with `pytest -s tests/test_fuzz_tool_args.py` to see the RELIABILITY tally l
 from __future__ import annotations
 
 import math
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzz_tally import FuzzTally
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +30,7 @@ from searchbox.workspace import Workspace
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-TALLY: Counter[str] = Counter()
+TALLY = FuzzTally()
 
 TOOLS: dict[str, CatalogTool] = {t.name: t for t in load_catalog()} | {n: b.spec for n, b in BUILTIN_TOOLS.items()}
 NAMES = sorted({key for tool in TOOLS.values() for key in tool.parameters["properties"]})
@@ -52,10 +52,6 @@ wild = st.recursive(scalar, lambda inner: st.one_of(
 ), max_leaves=10)
 arguments = st.dictionaries(st.sampled_from(NAMES) | st.text(max_size=10), wild, max_size=6)
 not_a_dict = st.one_of(st.none(), st.lists(scalar, max_size=3), st.text(max_size=10), st.integers())
-
-
-def _count(label: str) -> None:
-    TALLY[label] += 1
 
 
 def _assert_satisfies_schema(tool: CatalogTool, clean: dict[str, Any]) -> None:
@@ -92,7 +88,7 @@ def _assert_satisfies_schema(tool: CatalogTool, clean: dict[str, Any]) -> None:
 @example(name="edit", args={"path": "a.md", "edits": "[" * 100_000})
 @example(name="embed_texts", args={"texts": ["a"], "role": "r" * 100_000})
 def test_arguments_validate_to_the_schema_or_a_readable_error(name: str, args: Any) -> None:
-    _count("argument validation")
+    TALLY.count("argument validation")
     tool = TOOLS[name]
     try:
         clean, notes = validate_arguments(tool, args)
@@ -103,7 +99,7 @@ def test_arguments_validate_to_the_schema_or_a_readable_error(name: str, args: A
         assert all(isinstance(note, str) and len(note) <= MAX_ERROR_CHARS for note in notes)
         # Clean arguments are a fixed point: validating them again changes nothing.
         assert validate_arguments(tool, clean) == (clean, [])
-    _count("argument validation: handled")
+    TALLY.count("argument validation: handled")
 
 
 # --- the toolbox: every call gets a ToolOutput ---------------------------------------------------
@@ -172,20 +168,15 @@ def call_arguments(draw: st.DrawFn, name: str) -> dict[str, Any] | None:
 @example(name_and_args=("embed_texts", {"texts": ["a"], "out": "a\x00b"}), parse_error=None)
 def test_the_toolbox_answers_every_call_with_an_output(toolbox: RunToolbox, name_and_args: tuple[str, Any],
                                                        parse_error: str | None) -> None:
-    _count("toolbox call path")
+    TALLY.count("toolbox call path")
     name, args = name_and_args
     output = toolbox.call(name, args, parse_error)
     assert isinstance(output, ToolOutput) and isinstance(output.text, str) and output.text
     if parse_error or name not in toolbox.names:
         assert output.is_error
-    _count("toolbox call path: handled")
+    TALLY.count("toolbox call path: handled")
 
 
 def test_tally() -> None:
     """Prints the RELIABILITY lines; every property above must have run and handled every input."""
-    labels = sorted(label for label in TALLY if not label.endswith(": handled"))
-    assert labels == ["argument validation", "toolbox call path"]
-    for label in labels:
-        tried, handled = TALLY[label], TALLY[f"{label}: handled"]
-        print(f"RELIABILITY fuzz {label}: {tried} inputs, {handled} handled")
-        assert tried > 0 and handled == tried, label
+    assert TALLY.report(2) == ["argument validation", "toolbox call path"]
