@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 from searchbox.dataroom import extract
 from searchbox.dataroom.extract import ExtractedFile, Segment
+from searchbox.records.files import write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -67,18 +66,11 @@ class ExtractionCache:
     def _put(self, key: str, result: ExtractedFile) -> None:
         entry = self._entry(key)
         data = {k: v for k, v in asdict(result).items() if k != "path"}  # the same bytes may sit at any path
-        tmp = None
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
-            # A name of its own: another process may be writing the same entry right now.
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=f".{key}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False)
-            os.replace(tmp, entry)
+            write_text_atomic(entry, json.dumps(data, ensure_ascii=False))
         except OSError as exc:
             log.warning("extraction cache not written (%s): %s", self.folder, exc)
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
 
 
 def _key(path: Path, fn: extract.Extractor) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import queue
 import shutil
 import threading
@@ -39,7 +38,7 @@ from searchbox.evaluation.matrix import SAFE_NAME, MatrixEntry, MatrixError
 from searchbox.evaluation.scoring import score_run
 from searchbox.jobs.job import create_job, stop_reason_of
 from searchbox.jobs.scheduler import RunFn
-from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json
+from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json, write_text_atomic
 from searchbox.settings import Settings
 
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "total")
@@ -310,9 +309,7 @@ def _finished(job_dir: Path) -> bool:
 def _write_rows(out: Path, pairs: list[tuple[MatrixEntry, Question]], rows: dict[Key, dict[str, Any]]) -> None:
     """results.jsonl in canonical order, replaced atomically."""
     lines = [json.dumps(rows[_key(*p)], ensure_ascii=False) + "\n" for p in pairs if _key(*p) in rows]
-    tmp = out / f".{RESULTS}.tmp"
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, out / RESULTS)
+    write_text_atomic(out / RESULTS, "".join(lines))
 
 
 def _wait(events: list[threading.Event]) -> None:

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """A crash leaves the old file or the new one, never half of one. The temporary file has a name
+    of its own: two writers of one file (threads or processes) must not move each other's."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(name, 0o644)  # as a plain write would leave it; mkstemp makes it private
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Atomic: a crash leaves the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def append_jsonl(path: Path, row: dict[str, Any]) -> None:

@@ -6,11 +6,12 @@ the authority on what an answer may cite.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from searchbox.records.files import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,7 @@ class SourceLedger:
 
     def save(self, path: Path) -> None:
         """Written atomically: a crash never leaves half a ledger."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps([asdict(s) for s in self.sources()], indent=1))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps([asdict(s) for s in self.sources()], indent=1))
 
     @classmethod
     def load(cls, path: Path) -> SourceLedger:
