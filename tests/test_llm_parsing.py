@@ -21,6 +21,12 @@ TOOLS = [
     }
 ]
 
+OFFERED = [
+    *TOOLS,
+    {"type": "function", "function": {"name": "find", "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "search_dataroom", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}},
+]
+
 
 def test_json_tool_call_in_tags_is_parsed_and_removed_from_text() -> None:
     text = 'Let me look.\n<tool_call>\n{"name": "grep", "arguments": {"pattern": "lease", "ignoreCase": true}}\n</tool_call>'
@@ -68,15 +74,85 @@ def test_unclosed_xml_call_at_the_end_of_the_message_still_parses() -> None:
 def test_fenced_json_inside_tags_and_bare_fenced_calls() -> None:
     calls, _ = parse_tool_calls('<tool_call>\n```json\n{"name": "ls", "arguments": {"path": "."}}\n```\n</tool_call>')
     assert calls[0].arguments == {"path": "."}
-    calls, rest = parse_tool_calls('I will search.\n```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```')
+    calls, rest = parse_tool_calls('I will search.\n```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```', OFFERED)
     assert [(c.name, c.arguments) for c in calls] == [("find", {"pattern": "*.md"})]
     assert rest == "I will search."
 
 
 def test_a_fenced_block_that_is_not_a_call_stays_in_the_text() -> None:
     text = 'Here is the data:\n```json\n{"revenue": 48.2}\n```'
-    calls, rest = parse_tool_calls(text)
+    calls, rest = parse_tool_calls(text, OFFERED)
     assert calls == [] and rest == text
+
+
+# What Qwen2.5-Coder 0.5B/1.5B wrote in the harness instead of tagged calls.
+@pytest.mark.parametrize(
+    "text, name, arguments",
+    [
+        ('```json\n{"name": "search_dataroom", "arguments": {"query": "auditor FY2025"}}\n```',
+         "search_dataroom", {"query": "auditor FY2025"}),
+        ('```\n{"name": "find", "arguments": {"pattern": "*.pdf"}}\n```', "find", {"pattern": "*.pdf"}),
+        ('{"name": "search_dataroom", "arguments": {"query": "audit report"}}', "search_dataroom", {"query": "audit report"}),
+        ('  \n{"name": "find", "parameters": {"pattern": "*.md"}}\n', "find", {"pattern": "*.md"}),
+        ('{"type": "function", "function": {"name": "find", "arguments": "{\\"pattern\\": \\"*.md\\"}"}}',
+         "find", {"pattern": "*.md"}),
+    ],
+)
+def test_untagged_calls_of_offered_tools(text: str, name: str, arguments: dict) -> None:
+    calls, rest = parse_tool_calls(text, OFFERED)
+    assert [(c.name, c.arguments, c.parse_error) for c in calls] == [(name, arguments, None)]
+    assert rest == ""
+
+
+def test_a_bare_list_of_calls_is_every_call() -> None:
+    text = '[{"name": "find", "arguments": {"pattern": "*.md"}}, {"name": "search_dataroom", "arguments": {"query": "lease"}}]'
+    assert [c.name for c in parse_tool_calls(text, OFFERED)[0]] == ["find", "search_dataroom"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The name is no offered tool: an example in an answer, or a record from a document.
+        '```json\n{"name": "Acme Holdings", "arguments": {"revenue": 48.2}}\n```',
+        '{"name": "launch_rockets", "arguments": {"n": 3}}',
+        # JSON inside prose is shown, not called.
+        'I would call {"name": "find", "arguments": {"pattern": "*.md"}} next.',
+        '{"name": "find", "arguments": {"pattern": "*.md"}} and then read the lease.',
+        # A tool definition repeated from the prompt: a schema where a call has values.
+        '```json\n{"name": "find", "description": "Find files", "parameters": {"type": "object", '
+        '"properties": {"pattern": {"type": "string"}}}}\n```',
+        # One item of a list that is no call makes the whole block text.
+        '```json\n[{"name": "find", "arguments": {}}, {"revenue": 1}]\n```',
+        '{"name": ["find"], "arguments": {}}',
+    ],
+)
+def test_prose_and_json_that_is_no_call_stay_text(text: str) -> None:
+    calls, rest = parse_tool_calls(text, OFFERED)
+    assert calls == [] and rest == text.strip()
+
+
+def test_untagged_calls_need_tools_on_offer() -> None:
+    # A wrap-up offers no tools: a call written then is part of the answer, not a call.
+    text = '```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```'
+    assert parse_tool_calls(text, None) == ([], text)
+    assert parse_tool_calls('{"name": "find", "arguments": {}}', None) == ([], '{"name": "find", "arguments": {}}')
+
+
+@pytest.mark.parametrize(
+    "text, answer, names",
+    [
+        ("<tools></tools>", "", []),  # the 1.5B's whole response with every tool on offer
+        ('<tools>\n{"type": "function", "function": {"name": "find", "description": "Find files", '
+         '"parameters": {"type": "object", "properties": {}}}}\n</tools>', "", []),
+        ("<tools>\nfind, read, grep", "", []),  # cut off before it closed
+        ('<tools></tools>\n<tool_call>\n{"name": "find", "arguments": {}}\n</tool_call>', "", ["find"]),
+        ("The auditor is Hollis & Grange LLP [s2].\n<tools></tools>", "The auditor is Hollis & Grange LLP [s2].", []),
+    ],
+)
+def test_an_echoed_tools_block_is_neither_a_call_nor_answer_text(text: str, answer: str, names: list[str]) -> None:
+    parsed = parse_assistant_text(text, OFFERED)
+    assert parsed.text == answer and [c.name for c in parsed.tool_calls] == names
+    assert _live([text[:9], text[9:]])[0].strip() == answer
 
 
 @pytest.mark.parametrize(

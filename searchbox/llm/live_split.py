@@ -12,8 +12,9 @@ from typing import Literal
 
 Piece = tuple[Literal["text", "reasoning"], str]
 
-_OPENERS = {"<think>": "think", "<tool_call>": "call", "<function=": "function", "</think>": "text"}
-_CLOSERS = {"think": "</think>", "call": "</tool_call>", "function": "</function>"}
+# "<tools>": small models echo the template's tool list; parsing drops it, so it is never shown.
+_OPENERS = {"<think>": "think", "<tool_call>": "call", "<function=": "function", "<tools>": "tools", "</think>": "text"}
+_CLOSERS = {"think": "</think>", "call": "</tool_call>", "function": "</function>", "tools": "</tools>"}
 
 
 class LiveSplitter:
@@ -50,7 +51,7 @@ class LiveSplitter:
     def flush(self) -> list[Piece]:
         """What was held back, at the end of the stream (an unfinished tool call stays hidden)."""
         text, self._pending = self._pending, ""
-        if not text or self._state in ("call", "function"):
+        if not text or self._state in ("call", "function", "tools"):
             return []
         return [("reasoning" if self._state == "think" else "text", text)]
 

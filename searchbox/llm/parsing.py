@@ -6,10 +6,14 @@ message and in any order:
 - `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (Qwen2.5/3, Hermes), possibly fenced;
 - `<function=NAME><parameter=K>v</parameter>...</function>`, bare or inside `<tool_call>`
   (Qwen3.6 / Qwen3-Coder); values are text, typed by the tool's schema or by JSON;
-- a fenced JSON block holding `{"name", "arguments"}`, only when no tagged call is present.
+- a fenced JSON block holding `{"name", "arguments"}`, or such an object (or a list of them) as
+  the whole message, only when no tagged call is present and only when each name is an offered
+  tool: small models write these, and prose that merely shows JSON must not become a call.
 
-Broken JSON is repaired where possible; what cannot be repaired becomes a `ToolCall` with a
-`parse_error`, never an exception. Unknown tool names are left for the loop to answer.
+An echoed `<tools>...</tools>` block (small models repeat the template's tool list) is dropped: it
+is neither a call nor answer text. Broken JSON is repaired where possible; what cannot be repaired
+becomes a `ToolCall` with a `parse_error`, never an exception. Unknown tool names in tagged calls
+are left for the loop to answer.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ _MARKUP = re.compile(
 _FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
 _FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_TOOLS_ECHO = re.compile(r"<tools>.*?(?:</tools>|\Z)", re.S)
 _STRAY_TAGS = re.compile(r"</?tool_call>|</function>|</parameter>")
 _NAME = re.compile(r"""["']?name["']?\s*:\s*["']([^"']+)["']""")
 
@@ -83,9 +88,14 @@ def parse_tool_calls(text: str, tools: list[Tool] | None = None) -> tuple[list[T
             calls.append(_xml_call(match.group("fn"), match.group("fn_body"), tools))
         return ""
 
-    rest = _MARKUP.sub(take, text)
+    rest = _MARKUP.sub(take, _TOOLS_ECHO.sub("", text))
+    offered = _offered_names(tools)
     if not calls:
-        rest = _FENCE.sub(lambda m: _fenced_calls(m, calls), rest)
+        rest = _FENCE.sub(lambda m: _fenced_calls(m, calls, offered), rest)
+    if not calls:
+        bare = _bare_calls(rest, offered)
+        if bare:
+            return bare, ""
     return calls, _STRAY_TAGS.sub("", rest).strip()
 
 
@@ -151,21 +161,51 @@ def _xml_call(name: str, body: str, tools: list[Tool] | None) -> ToolCall:
     return ToolCall(new_call_id(), name, arguments, dump_arguments(arguments))
 
 
-def _fenced_calls(match: re.Match[str], calls: list[ToolCall]) -> str:
+def _fenced_calls(match: re.Match[str], calls: list[ToolCall], offered: set[str]) -> str:
     """A fenced block that is a tool call (or a list of them) becomes calls; any other block stays."""
-    try:
-        value = loads_lenient(match.group(2))
-    except ValueError:
+    found = _untagged_calls(match.group(2), offered)
+    if not found:
         return match.group(0)
-    items = value if isinstance(value, list) else [value]
-    if not items or not all(_looks_like_call(item) for item in items):
-        return match.group(0)
-    calls.extend(_call_from_object(item, match.group(2)) for item in items)
+    calls.extend(found)
     return ""
 
 
-def _looks_like_call(item: Any) -> bool:
-    return isinstance(item, dict) and "name" in item and bool({"arguments", "parameters"} & item.keys())
+def _bare_calls(text: str, offered: set[str]) -> list[ToolCall]:
+    """The calls of a message that is nothing but a JSON call object (or a list of them)."""
+    text = text.strip()
+    # Whole message only: loads_lenient would also read a JSON prefix of a sentence.
+    if not text or text[0] not in "{[" or text[-1] not in "}]":
+        return []
+    return _untagged_calls(text, offered)
+
+
+def _untagged_calls(body: str, offered: set[str]) -> list[ToolCall]:
+    """Calls from JSON written with no call markup; none unless every item is a call of an offered tool."""
+    try:
+        value = loads_lenient(body)
+    except ValueError:
+        return []
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(_looks_like_call(item, offered) for item in items):
+        return []
+    return [_call_from_object(item, body) for item in items]
+
+
+def _looks_like_call(item: Any, offered: set[str]) -> bool:
+    if not isinstance(item, dict):
+        return False
+    if isinstance(item.get("function"), dict):  # OpenAI's own shape
+        item = item["function"]
+    name = item.get("name")
+    if not isinstance(name, str) or name not in offered or not {"arguments", "parameters"} & item.keys():
+        return False
+    # A tool definition repeated from the prompt has a JSON schema where a call has values.
+    parameters = item.get("parameters")
+    return not (isinstance(parameters, dict) and isinstance(parameters.get("properties"), dict))
+
+
+def _offered_names(tools: list[Tool] | None) -> set[str]:
+    return {str(tool.get("function", tool).get("name")) for tool in tools or []}
 
 
 def _typed(value: str, schema_type: str | None) -> Any:
