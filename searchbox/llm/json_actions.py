@@ -25,10 +25,18 @@ _DROPPED_KEYS = {"maxLength", "minLength", "maxItems", "minItems", "minimum", "m
 def grammar_schema(schema: Any) -> Any:
     """A JSON schema without the constraints grammars handle badly; validation still applies them."""
     if isinstance(schema, dict):
-        return {k: grammar_schema(v) for k, v in schema.items() if k not in _DROPPED_KEYS}
+        return {k: _properties(v) if k == "properties" else grammar_schema(v)
+                for k, v in schema.items() if k not in _DROPPED_KEYS}
     if isinstance(schema, list):
         return [grammar_schema(item) for item in schema]
     return schema
+
+
+def _properties(properties: Any) -> Any:
+    """Property names are names, not keywords: grep's "pattern" argument must stay."""
+    if isinstance(properties, dict):
+        return {name: grammar_schema(spec) for name, spec in properties.items()}
+    return grammar_schema(properties)
 
 
 def action_schema(tools: list[Tool], allow_answer: bool = True) -> dict[str, Any]:
