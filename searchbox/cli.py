@@ -1,4 +1,4 @@
-"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | score | ablate | report | knobs.
+"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | score | ablate | report | conformance | knobs.
 
 Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
 refused; a tool that fails prints its error result and exits with status 1.
@@ -225,6 +225,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_conformance(args: argparse.Namespace) -> int:
+    """Tool-call conformance of one or more models on the fixed probe situations; a table per model."""
+    from searchbox.evaluation.conformance import check_models, format_table, model_settings
+    from searchbox.evaluation.probes import DEFAULT_PROBES, load_probes
+    from searchbox.records.files import write_json
+
+    if args.repeat < 1:
+        raise ValueError("--repeat must be at least 1")
+    base = Settings.resolve(**_parse_overrides(args.set))
+    probes = load_probes(Path(args.probes) if args.probes else DEFAULT_PROBES)
+    reports = check_models(model_settings(base, args.model), probes, repeat=args.repeat)
+    if args.out:
+        write_json(Path(args.out), {"repeat": args.repeat, "models": [r.as_dict() for r in reports]})
+    print("\n" + format_table(reports, markdown=args.markdown))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m searchbox", description="Agentic search over a dataroom.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -287,6 +304,16 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="an HTML report with charts (and PNGs) of a sweep or retrieval-eval folder")
     report.add_argument("folder", metavar="FOLDER", help="a folder with results.jsonl (ablate) and/or retrieval.json (retrieval-eval)")
     report.set_defaults(func=cmd_report)
+    conformance = sub.add_parser("conformance", help="tool-call conformance of models on fixed situations of the agent loop")
+    conformance.add_argument("--model", action="append", default=[], metavar="SPEC",
+                             help="a model to check: an LLM_GGUF value, or an endpoint URL (LLAMA_URL); repeatable "
+                                  "(default: the model the settings name)")
+    conformance.add_argument("--repeat", type=int, default=1, help="ask each probe N times")
+    conformance.add_argument("--probes", help="probe file (default: searchbox/evaluation/conformance_probes.json)")
+    conformance.add_argument("--out", help="write every response and its scores to this JSON file")
+    conformance.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    conformance.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob")
+    conformance.set_defaults(func=cmd_conformance)
     return parser
 
 

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from searchbox.settings import Settings
-from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, builtin_schemas, run_builtin
-from searchbox.tools.catalog import enabled_tools
+from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, run_builtin
+from searchbox.tools.catalog import CatalogTool, enabled_tools
 from searchbox.tools.retrieval_tools import run_catalog_tool
 from searchbox.tools.sandbox import SandboxConfig
 from searchbox.tools.truncate import truncate_head
@@ -24,11 +24,14 @@ class RunToolbox:
                                 max_timeout=min(600, 10 * settings.bash_timeout_seconds),
                                 disk_bytes=settings.bash_disk_mb * 2**20)
         self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox)
-        self._schemas = builtin_schemas() + [tool.openai_schema() for tool in self.catalog]
+        # Every tool on offer with its argument schema: also for checking a call without running it.
+        self.specs: dict[str, CatalogTool] = {**{name: b.spec for name, b in BUILTIN_TOOLS.items()},
+                                              **{tool.name: tool for tool in self.catalog}}
+        self._schemas = [spec.openai_schema() for spec in self.specs.values()]
 
     @property
     def names(self) -> list[str]:
-        return [*BUILTIN_TOOLS, *(tool.name for tool in self.catalog)]
+        return list(self.specs)
 
     def schemas(self) -> list[dict[str, Any]]:
         return self._schemas
