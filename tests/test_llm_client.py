@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from searchbox.llm import ContextOverflow, LLMError, LLMUnavailable, connect
 from searchbox.llm.openai_client import OpenAIClient, chat_completions_url
+from searchbox.llm.types import Usage
 from searchbox.settings import Settings
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 
@@ -44,6 +46,18 @@ def test_streamed_text_arrives_in_order_and_the_response_is_complete() -> None:
     body = endpoint.requests[0].body
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["model"] == "scripted-model" and body["messages"] == MESSAGES and "tools" not in body
+
+
+def test_a_server_that_reports_no_usage_gets_an_estimate_marked_as_such() -> None:
+    # llama-cpp-python's server sends no usage in a stream, whatever stream_options asks.
+    reply = Reply(text="The lease runs until 31 March 2029 [s1].", chunk_chars=4, usage=None)
+    with ScriptedEndpoint([reply]) as endpoint:
+        response = client(endpoint).complete(MESSAGES, TOOLS, max_tokens=64)
+    prompt_chars = len(json.dumps(MESSAGES, ensure_ascii=False)) + len(json.dumps(TOOLS, ensure_ascii=False))
+    assert response.usage.estimated and response.usage.input == prompt_chars // 4
+    assert response.usage.output == 10  # one per streamed delta: 40 characters, 4 a chunk
+    assert response.usage.as_dict()["estimated"] == 1
+    assert "estimated" not in Usage(input=5).as_dict()
 
 
 def test_native_tool_calls_are_assembled_from_deltas() -> None:

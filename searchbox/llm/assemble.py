@@ -27,6 +27,7 @@ class ResponseBuilder:
         self.usage: dict[str, Any] | None = None  # the endpoint's own usage object, if it sent one
         self.server_timings: dict[str, Any] | None = None  # llama-server's `timings` object
         self.has_output = False  # any text, reasoning or tool-call delta yet
+        self.output_deltas = 0  # chunks that carried output: one token each on llama.cpp servers
 
     def add_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         """Take one streamed chunk (or a whole non-streamed completion); return the live events."""
@@ -49,7 +50,9 @@ class ResponseBuilder:
                 self._add_tool_delta(part, position)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
-            self.has_output = self.has_output or bool(reasoning or content or delta.get("tool_calls"))
+            carried = bool(reasoning or content or delta.get("tool_calls"))
+            self.output_deltas += carried
+            self.has_output = self.has_output or carried
         return events
 
     def finish(self, usage: Usage, timings: dict[str, float]) -> list[StreamEvent]:

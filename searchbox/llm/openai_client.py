@@ -112,7 +112,10 @@ class OpenAIClient(ChatModel):
                 yield from events
         if builder.finish_reason is None:
             return "the stream ended before the response was complete"
-        usage = _usage(builder.usage, builder.server_timings)
+        if builder.usage is None:
+            usage = _estimated_usage(body, builder.output_deltas)
+        else:
+            usage = _usage(builder.usage, builder.server_timings)
         timings = _timings(builder.server_timings, usage, started, first, time.monotonic())
         yield from builder.finish(usage, timings)
         return ""
@@ -169,8 +172,7 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
 
 
-def _usage(raw: dict[str, Any] | None, server_timings: dict[str, Any] | None) -> Usage:
-    raw = raw or {}
+def _usage(raw: dict[str, Any], server_timings: dict[str, Any] | None) -> Usage:
     cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
     if cached is None and server_timings:
         cached = server_timings.get("cache_n")
@@ -179,6 +181,19 @@ def _usage(raw: dict[str, Any] | None, server_timings: dict[str, Any] | None) ->
         output=int(raw.get("completion_tokens") or 0),
         cache_read=int(cached or 0),
     )
+
+
+# Prompt characters per token: about four for English prose and JSON in the BPE vocabularies of
+# current models; only used when a server reports no token counts at all.
+_CHARS_PER_TOKEN = 4
+
+
+def _estimated_usage(body: dict[str, Any], output_deltas: int) -> Usage:
+    """Token counts for a server that sends none (llama-cpp-python's server never does in a stream,
+    whatever stream_options says): the prompt estimated from its characters, the output counted as
+    the streamed deltas. Marked estimated in the records, so nothing takes it for the server's count."""
+    prompt = json.dumps(body["messages"], ensure_ascii=False) + json.dumps(body.get("tools") or [], ensure_ascii=False)
+    return Usage(input=max(1, len(prompt) // _CHARS_PER_TOKEN), output=output_deltas, estimated=True)
 
 
 def _timings(

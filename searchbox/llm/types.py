@@ -43,19 +43,21 @@ class Usage:
     output: int = 0  # completion tokens
     cache_read: int = 0  # prompt tokens served from a prefix cache
     cache_write: int = 0
+    estimated: bool = False  # counted by the client because the backend reported none
 
     @property
     def total(self) -> int:
         return self.input + self.output
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        counts = {
             "input": self.input,
             "output": self.output,
             "cacheRead": self.cache_read,
             "cacheWrite": self.cache_write,
             "total": self.total,
         }
+        return {**counts, "estimated": 1} if self.estimated else counts
 
 
 @dataclass(frozen=True)
