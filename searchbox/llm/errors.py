@@ -17,3 +17,8 @@ class ContextOverflow(LLMError):
 
 class GGUFUnavailable(LLMError):
     """A GGUF that must come from the hub cannot: offline, or the hub is unreachable, and it is not cached."""
+
+
+class PackagedModelUnavailable(LLMError):
+    """A packaged GGUF cannot be had: a part package is missing or has another version, or the parts do
+    not make the file they should. The message names the pip command that fixes it."""

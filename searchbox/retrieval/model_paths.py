@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 
+from searchbox.hub import hub_unavailable_reason
 from searchbox.retrieval.models import ModelLoadError
 
 
@@ -49,11 +50,12 @@ def resolve_model_dir(model_ref: str) -> Path:
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     repo = hub_repo_for(model_ref)
+    unavailable = hub_unavailable_reason()  # then the local cache only: no retries against a dead network
     try:
-        return Path(snapshot_download(repo_id=repo))
+        return Path(snapshot_download(repo_id=repo, local_files_only=unavailable is not None))
     except LocalEntryNotFoundError as exc:
         raise ModelLoadError(
-            f"model {repo} is not in the local cache and the hub cannot be reached; "
+            f"model {repo} is not in the local cache and {unavailable or 'the hub cannot be reached'}; "
             "download it once with network access, or pick a packaged model (RETRIEVAL_PRESET=packaged)"
         ) from exc
     except (HfHubHTTPError, OSError, ValueError) as exc:
