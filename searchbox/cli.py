@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from searchbox.agent.run import run_job
     from searchbox.jobs.job import create_job
-    from searchbox.llm.connect import connect
+    from searchbox.llm.connect import connect_for_run
     from searchbox.progress import ProgressPrinter
     from searchbox.records.files import read_json
 
@@ -68,7 +68,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     create_job(job_dir, args.question, source, settings)
     print(f"job folder: {job_dir}")
     printer = ProgressPrinter(stream_text=args.stream)
-    model = connect(settings, on_note=lambda note: print(f"note: {note}"))
+    connection = connect_for_run(settings, on_note=lambda note: print(f"note: {note}"))
+    model, settings = connection.model, connection.settings  # limits fitted to the model that runs
     try:
         reason = run_job(job_dir, settings, model, [printer])
     finally:

@@ -153,14 +153,6 @@ def test_a_hub_gguf_that_is_not_cached_while_offline(offline: None, tmp_path: Pa
         resolve_gguf(NOT_CACHED, cache_dir=tmp_path)
 
 
-def test_connect_falls_back_to_the_packaged_model_and_says_so(offline: None, model: LlamaCppModel) -> None:
-    notes: list[str] = []
-    settings = Settings.resolve(env={}, llm_gguf=NOT_CACHED, context_window=N_CTX)
-    connected = connect(settings, on_note=notes.append)
-    assert connected is model  # same GGUF and context: the shared instance
-    assert len(notes) == 1 and NOT_CACHED in notes[0] and "packaged Gemma 3 270M" in notes[0]
-
-
 def test_connect_caps_the_context_to_the_preset(offline: None, model: LlamaCppModel) -> None:
     notes: list[str] = []
     connected = connect(Settings.resolve(env={}, llm_gguf="gemma3-270m", context_window=N_CTX), on_note=notes.append)
@@ -188,7 +180,7 @@ def test_presets_are_well_formed() -> None:
     # The production default (SPEC 2.1) leads the catalog.
     assert PRESETS[0].gguf == "unsloth/Qwen3.6-35B-A3B-GGUF:Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf"
     for preset in PRESETS:
-        assert preset.gguf == PACKAGED_GEMMA or ":" in preset.gguf and preset.gguf.endswith(".gguf")
+        assert preset.packaged or ":" in preset.gguf and preset.gguf.endswith(".gguf")
     assert [p.file_mb for p in PRESETS] == sorted((p.file_mb for p in PRESETS), reverse=True)
 
 

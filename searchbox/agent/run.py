@@ -12,6 +12,7 @@ from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.jobs.job import question_of
 from searchbox.llm.types import ChatModel
+from searchbox.records.files import write_json
 from searchbox.records.recorder import RunRecorder
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import airgap_level, dataroom_mount_readonly, filesystem_level
@@ -34,6 +35,7 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
             "rerank": {"backend": settings.rerank_backend, "model": settings.rerank_model},
             "loaded": loads,
         },
+        "derived": settings.derived_config(),  # limits fitted to the model, not set by the user
         "airgap": airgap_level(),
         "bash_filesystem": filesystem_level(),
         "dataroom_readonly_for_bash": dataroom_mount_readonly(),
@@ -46,7 +48,9 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     window = getattr(model, "context_window", None)
     if window and window < settings.context_window:
         # The runtime capped the window for this model: compaction and the records use the real one.
-        settings = settings.with_overrides(context_window=window)
+        settings = settings.with_derived(context_window=window)
+    if settings.derived:
+        write_json(job_dir / "config.json", settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings)
     toolbox = RunToolbox(workspace, settings)
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
@@ -63,7 +67,7 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
     """
     import time
 
-    from searchbox.llm.connect import connect
+    from searchbox.llm.connect import connect_for_run
 
     boot = EventBus(job_dir / "events.jsonl", listeners)
     last_report = [0.0]
@@ -76,7 +80,9 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
 
     boot.emit("notice", level="info", message="connecting to the model")
     started = time.monotonic()
-    model = connect(settings, on_note=lambda note: boot.emit("notice", level="warning", message=note), progress=progress)
+    connection = connect_for_run(settings, on_note=lambda note: boot.emit("notice", level="warning", message=note),
+                                 progress=progress)
+    model, settings = connection.model, connection.settings
     boot.emit("notice", level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f}s")
     try:
         return run_job(job_dir, settings, model, listeners, control)

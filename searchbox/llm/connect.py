@@ -1,8 +1,11 @@
 """From settings to a chat model: the endpoint at LLAMA_URL, or the built-in llama.cpp runtime.
 
-LLM_GGUF takes a local path, `repo_id:filename`, `packaged:gemma3-270m`, a preset name, or `auto`
-(the largest preset this machine holds). When the GGUF must come from an unreachable hub and is not
-cached, the packaged Gemma 3 270M is booted instead, and a note says so.
+LLM_GGUF takes a local path, `repo_id:filename`, a packaged model (`packaged:qwen2.5-coder-1.5b`, ...),
+a preset name, or `auto` (the largest preset this machine holds). When the GGUF must come from a hub
+that cannot be used and is not cached, the embedded model is booted instead: the packaged
+Qwen2.5-Coder-1.5B-Instruct, else the 0.5B, else Gemma 3 270M, whichever is installed and fits; one
+note says so. A preset's limits (context, output cap, steps per turn) apply to the knobs the user left
+alone.
 """
 
 from __future__ import annotations
@@ -10,48 +13,87 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-from searchbox.llm.errors import GGUFUnavailable
-from searchbox.llm.gguf import PACKAGED_GEMMA, Progress, resolve_gguf
+from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
+from searchbox.llm.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.llm.presets import find_preset, pick_preset
+from searchbox.llm.presets import PRESETS, Preset, find_preset, fit_limits, fits, pick_preset
 from searchbox.llm.types import ChatModel
 from searchbox.settings import Settings
 
 log = logging.getLogger(__name__)
 
+Note = Callable[[str], None]
 
-def connect(
-    settings: Settings, *, on_note: Callable[[str], None] | None = None, progress: Progress | None = None
-) -> ChatModel:
+
+@dataclass(frozen=True)
+class Connection:
+    model: ChatModel
+    settings: Settings  # the run's settings, limits fitted to the model that runs (Settings.derived)
+
+
+def connect(settings: Settings, *, on_note: Note | None = None, progress: Progress | None = None) -> ChatModel:
     """The chat model the settings ask for. Notes (choices, fallbacks, caps) go to `on_note`, else the log."""
+    return connect_for_run(settings, on_note=on_note, progress=progress).model
 
-    def note(message: str) -> None:
-        (on_note or log.warning)(message)
 
+def connect_for_run(settings: Settings, *, on_note: Note | None = None,
+                    progress: Progress | None = None) -> Connection:
+    """The chat model, and the settings a run with it should use: the limits of the model's preset for
+    the knobs the user did not set."""
+    note = on_note or log.warning
     if settings.llama_url:
-        return OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
-                            max_attempts=settings.llm_attempts)
+        return Connection(OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
+                                       max_attempts=settings.llm_attempts), settings)
+    preset, path = _choose_gguf(settings, note, progress)
+    if preset is not None:
+        settings, notes = fit_limits(settings, preset)
+        for message in notes:
+            note(message)
+    return Connection(load_llamacpp(path, settings.context_window), settings)
+
+
+def _choose_gguf(settings: Settings, note: Note, progress: Progress | None) -> tuple[Preset | None, Path]:
     spec = settings.llm_gguf.strip()
-    if spec == "auto":
+    auto = spec == "auto"
+    if auto:
         vram, ram = free_vram_mb(), available_ram_mb()
         spec = pick_preset(vram, ram).gguf
         note(f"LLM_GGUF=auto picked {spec} for {vram} MB free VRAM and {ram} MB available RAM")
     elif (named := find_preset(spec)) is not None:
         spec = named.gguf
     try:
-        path = resolve_gguf(spec, progress=progress)
+        return find_preset(spec), resolve_gguf(spec, progress=progress, models_dir=settings.models_dir)
     except GGUFUnavailable as exc:
-        note(f"{exc}: falling back to the packaged Gemma 3 270M, a small base model (expect weak answers)")
-        spec = PACKAGED_GEMMA
-        path = resolve_gguf(spec)
-    preset = find_preset(spec)
-    n_ctx = settings.context_window
-    if preset is not None and preset.max_ctx < n_ctx:
-        n_ctx = preset.max_ctx
-        note(f"context window capped at {n_ctx} tokens for {preset.name} (CONTEXT_WINDOW={settings.context_window})")
-    return load_llamacpp(path, n_ctx)
+        reason = str(exc)
+    except PackagedModelUnavailable as exc:
+        if not auto:  # the user named this packaged model: say what to install rather than swap it
+            raise
+        reason = str(exc)
+    preset, path, passed = _embedded(settings, spec)
+    skipped = f" ({'; '.join(passed)})" if passed else ""
+    note(f"{reason}: falling back to {preset.gguf}{skipped}: {preset.note}")
+    return preset, path
+
+
+def _embedded(settings: Settings, unavailable: str) -> tuple[Preset, Path, list[str]]:
+    """The first packaged model that is installed and fits this machine, largest first (the smallest
+    is tried even when it does not fit); also why the larger ones were passed over."""
+    vram, ram = free_vram_mb(), available_ram_mb()
+    candidates = [p for p in PRESETS if p.packaged and p.gguf != unavailable]
+    passed: list[str] = []
+    for preset in candidates:
+        if preset is not candidates[-1] and not fits(preset, vram, ram):
+            passed.append(f"{preset.gguf} needs {preset.min_ram_mb} MB of RAM")
+            continue
+        try:
+            return preset, resolve_gguf(preset.gguf, models_dir=settings.models_dir), passed
+        except PackagedModelUnavailable as exc:
+            passed.append(str(exc))
+    raise PackagedModelUnavailable("no packaged model can be booted either: " + "; ".join(passed))
 
 
 def free_vram_mb() -> int:

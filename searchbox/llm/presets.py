@@ -1,14 +1,20 @@
-"""A small catalog of real GGUFs, and a pick of the largest one this machine can hold.
+"""A small catalog of real GGUFs, the limits that suit each, and a pick of the largest one this machine holds.
 
-Memory figures are estimates for the preset's context with a q8_0 KV cache: the file, the cache and
-about a gigabyte of compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
+Memory figures are estimates for the preset's context window with a q8_0 KV cache: the file, the cache
+and about a gigabyte of compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
+A run's context window, output cap and steps per turn come from the preset of the model that runs,
+unless the user set them (`fit_limits`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchbox.llm.gguf import PACKAGED_GEMMA
+from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
+from searchbox.settings import Settings
+
+# The knobs a preset fits to its model; each is also a field of Preset.
+LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn")
 
 
 @dataclass(frozen=True)
@@ -18,8 +24,15 @@ class Preset:
     file_mb: int
     min_vram_mb: int
     min_ram_mb: int
-    max_ctx: int  # context the memory figures assume; also the cap the runtime applies
+    max_ctx: int  # the most context a run gets: what the model was trained for, or the memory allows
+    context_window: int  # a run's context unless CONTEXT_WINDOW is set; the memory figures assume it
+    max_output_tokens: int
+    max_steps_per_turn: int
     note: str
+
+    @property
+    def packaged(self) -> bool:
+        return self.gguf in PACKAGED
 
 
 # Largest first.
@@ -31,6 +44,9 @@ PRESETS: tuple[Preset, ...] = (
         min_vram_mb=26_000,
         min_ram_mb=30_000,
         max_ctx=131_072,
+        context_window=131_072,
+        max_output_tokens=8192,
+        max_steps_per_turn=40,
         note="production default: MoE with 3B active parameters (only 10 of 40 layers keep a KV cache); XML tool calls",
     ),
     Preset(
@@ -40,6 +56,9 @@ PRESETS: tuple[Preset, ...] = (
         min_vram_mb=5_500,
         min_ram_mb=6_000,
         max_ctx=32_768,
+        context_window=32_768,
+        max_output_tokens=4096,
+        max_steps_per_turn=24,
         note="a small GPU or a fast CPU; no thinking; JSON tool calls in <tool_call>",
     ),
     Preset(
@@ -49,7 +68,38 @@ PRESETS: tuple[Preset, ...] = (
         min_vram_mb=3_500,
         min_ram_mb=4_000,
         max_ctx=32_768,
+        context_window=16_384,
+        max_output_tokens=4096,  # it thinks before it answers
+        max_steps_per_turn=16,
         note="CPU; thinks in <think> before it answers; JSON tool calls in <tool_call>",
+    ),
+    # The packaged models need no network: the embedded default and its fallbacks (connect.py).
+    # Qwen2.5 is trained for 32k tokens; 16k keeps prefill and memory sane on a CPU.
+    Preset(
+        "qwen2.5-coder-1.5b",
+        PACKAGED_QWEN_15B,
+        file_mb=1_066,
+        min_vram_mb=2_500,
+        min_ram_mb=2_500,
+        max_ctx=32_768,
+        context_window=16_384,
+        max_output_tokens=2048,
+        max_steps_per_turn=12,
+        note="embedded default from PyPI packages: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, an instruct model "
+             "with Qwen's chat template; JSON tool calls in <tool_call>",
+    ),
+    Preset(
+        "qwen2.5-coder-0.5b",
+        PACKAGED_QWEN_05B,
+        file_mb=469,
+        min_vram_mb=1_600,
+        min_ram_mb=1_600,
+        max_ctx=32_768,
+        context_window=16_384,
+        max_output_tokens=1024,
+        max_steps_per_turn=12,
+        note="from PyPI packages: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, a tiny instruct model with Qwen's chat "
+             "template; JSON tool calls in <tool_call> (expect weak answers)",
     ),
     Preset(
         "gemma3-270m",
@@ -58,18 +108,38 @@ PRESETS: tuple[Preset, ...] = (
         min_vram_mb=0,
         min_ram_mb=700,
         max_ctx=32_768,
-        note="offline fallback from a PyPI package: a base model, no chat template; tool calls only under a grammar",
+        context_window=8192,
+        max_output_tokens=512,
+        max_steps_per_turn=8,
+        note="last fallback from a PyPI package: Gemma 3 270M, a base model with no chat template; tool calls "
+             "only under a grammar (expect no real answers)",
     ),
 )
 
 
+def fits(preset: Preset, gpu_free_mb: int, ram_mb: int) -> bool:
+    """Whether the preset fits the free VRAM (fully offloaded) or else the RAM (on the CPU)."""
+    return (gpu_free_mb > 0 and gpu_free_mb >= preset.min_vram_mb) or ram_mb >= preset.min_ram_mb
+
+
 def pick_preset(gpu_free_mb: int, ram_mb: int) -> Preset:
-    """The largest preset that fits the free VRAM (fully offloaded) or else the RAM (on the CPU)."""
-    for preset in PRESETS:
-        if (gpu_free_mb > 0 and gpu_free_mb >= preset.min_vram_mb) or ram_mb >= preset.min_ram_mb:
-            return preset
-    return PRESETS[-1]
+    """The largest preset that fits this machine, else the smallest."""
+    return next((p for p in PRESETS if fits(p, gpu_free_mb, ram_mb)), PRESETS[-1])
 
 
 def find_preset(name_or_gguf: str) -> Preset | None:
     return next((p for p in PRESETS if name_or_gguf in (p.name, p.gguf)), None)
+
+
+def fit_limits(settings: Settings, preset: Preset) -> tuple[Settings, list[str]]:
+    """The settings with the preset's limits for every limit knob the user left alone, and the context
+    capped at the preset's max_ctx; the changed knobs are recorded as derived. Also returns notes for
+    the user's own settings that had to change."""
+    values = {name: getattr(preset, name) for name in LIMIT_KNOBS if name not in settings.explicit}
+    notes = []
+    if values.get("context_window", settings.context_window) > preset.max_ctx:
+        values["context_window"] = preset.max_ctx
+        notes.append(f"context window capped at {preset.max_ctx} tokens for {preset.name} "
+                     f"(CONTEXT_WINDOW={settings.context_window})")
+    changed = {name: value for name, value in values.items() if getattr(settings, name) != value}
+    return (settings.with_derived(**changed) if changed else settings), notes

@@ -1,0 +1,180 @@
+"""Which model boots, and with which limits: the embedded default offline, its fallbacks, and limits
+fitted to the model unless the user set them (recorded as derived in the run's records).
+
+The packaged models are real and load for real (llama.cpp, on the CPU); the hub is offline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+
+import huggingface_hub.constants
+import pytest
+
+from conftest import SMALL_DATAROOM, write_tree
+from scripted_endpoint import Reply, ScriptedEndpoint
+from searchbox.agent.run import run_job
+from searchbox.jobs.job import create_job
+from searchbox.llm.connect import connect_for_run
+from searchbox.llm.errors import PackagedModelUnavailable
+from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
+from searchbox.llm.presets import PRESETS, find_preset, fit_limits, pick_preset
+from searchbox.records.files import read_json
+from searchbox.settings import Settings, knob_docs
+
+NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
+# The module, not the function searchbox.llm re-exports under the same name.
+connect_module = importlib.import_module("searchbox.llm.connect")
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+def machine(monkeypatch: pytest.MonkeyPatch, ram_mb: int) -> None:
+    """This machine, as connect sees it: no GPU and ram_mb of available memory."""
+    monkeypatch.setattr(connect_module, "free_vram_mb", lambda: 0)
+    monkeypatch.setattr(connect_module, "available_ram_mb", lambda: ram_mb)
+
+
+def uninstall(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
+    """As if one part package of `spec` were not installed (use with a fresh cache: a model assembled
+    and verified before is used without its packages)."""
+    model = PACKAGED[spec]
+    gone = Part("searchbox-tests-part-not-installed", "x/data/part99.bin")
+    monkeypatch.setitem(PACKAGED, spec, dataclasses.replace(model, parts=(*model.parts, gone)))
+
+
+# -- settings remember what the user set ----------------------------------------------------------
+
+
+def test_settings_know_which_knobs_were_set_explicitly() -> None:
+    settings = Settings.resolve(env={"MAX_OUTPUT_TOKENS": "300"}, turn_budget=2, retrieval_preset="packaged")
+    assert settings.explicit == {"max_output_tokens", "turn_budget", "retrieval_preset"}  # not the preset's knobs
+    later = settings.with_overrides(context_window=4096)
+    assert later.explicit == settings.explicit | {"context_window"}
+    fitted = later.with_derived(max_steps_per_turn=12)
+    assert fitted.derived == {"max_steps_per_turn"} and fitted.explicit == later.explicit
+    assert fitted.derived_config() == {"MAX_STEPS_PER_TURN": 12}
+    # Bookkeeping is not a knob: not in the config a run records, not in the docs, not settable.
+    assert "EXPLICIT" not in fitted.as_config() and "DERIVED" not in fitted.as_config()
+    assert {k["name"] for k in knob_docs()} == set(fitted.as_config())
+    assert fitted.with_overrides(max_steps_per_turn=5).derived == frozenset()  # the user's choice again
+
+
+def test_limits_come_from_the_preset_unless_the_user_set_them() -> None:
+    preset = find_preset(PACKAGED_QWEN_15B)
+    fitted, notes = fit_limits(Settings.resolve(env={}), preset)
+    assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (16384, 2048, 12)
+    assert fitted.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12}
+    assert notes == []
+
+    mine = Settings.resolve(env={"MAX_OUTPUT_TOKENS": "300", "CONTEXT_WINDOW": "24000"})
+    fitted, notes = fit_limits(mine, preset)
+    assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (24000, 300, 12)
+    assert fitted.derived_config() == {"MAX_STEPS_PER_TURN": 12} and notes == []
+
+    # Past what the model takes, the user's window is capped, with a note, and recorded as derived.
+    fitted, notes = fit_limits(Settings.resolve(env={}, context_window=100_000), preset)
+    assert fitted.context_window == 32768 and fitted.derived_config()["CONTEXT_WINDOW"] == 32768
+    assert len(notes) == 1 and "capped at 32768" in notes[0] and "CONTEXT_WINDOW=100000" in notes[0]
+
+
+def test_the_production_preset_derives_nothing_from_the_defaults() -> None:
+    fitted, _ = fit_limits(Settings.resolve(env={}), PRESETS[0])
+    assert fitted.derived == frozenset()
+
+
+@pytest.mark.parametrize(("ram_mb", "name"), [(3_000, "qwen2.5-coder-1.5b"), (2_000, "qwen2.5-coder-0.5b"),
+                                              (1_000, "gemma3-270m")])
+def test_small_machines_pick_the_packaged_models(ram_mb: int, name: str) -> None:
+    assert pick_preset(0, ram_mb).name == name
+
+
+# -- the embedded default, for real -----------------------------------------------------------------
+
+
+def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
+    offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    machine(monkeypatch, ram_mb=4_500)  # auto picks the hub's Qwen3-1.7B, which is not cached
+    notes: list[str] = []
+    connection = connect_for_run(Settings.resolve(env={}), on_note=notes.append)
+    assert connection.model.model_id == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert connection.model.context_window == 16384
+    settings = connection.settings
+    assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12}
+    assert notes[0].startswith("LLM_GGUF=auto picked unsloth/Qwen3-1.7B-GGUF")
+    [fallback] = notes[1:]
+    assert "HF_HUB_OFFLINE is set" in fallback and f"falling back to {PACKAGED_QWEN_15B}" in fallback
+
+
+def test_a_hub_gguf_that_cannot_be_had_falls_back_to_the_embedded_model(
+    offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    machine(monkeypatch, ram_mb=8_000)
+    notes: list[str] = []
+    settings = Settings.resolve(env={}, llm_gguf=NOT_CACHED, max_output_tokens=256)
+    connection = connect_for_run(settings, on_note=notes.append)
+    assert connection.model.model_id == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert connection.settings.max_output_tokens == 256  # the user's own setting wins
+    assert len(notes) == 1 and NOT_CACHED in notes[0] and PACKAGED_QWEN_15B in notes[0]
+
+
+def test_without_the_15b_packages_the_05b_boots_and_the_note_says_why(
+    offline: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    machine(monkeypatch, ram_mb=4_500)
+    uninstall(monkeypatch, PACKAGED_QWEN_15B)
+    notes: list[str] = []
+    connection = connect_for_run(Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path)), on_note=notes.append)
+    assert connection.model.model_id == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    assert connection.settings.max_output_tokens == 1024
+    fallback = notes[-1]
+    assert f"falling back to {PACKAGED_QWEN_05B}" in fallback
+    assert "searchbox-tests-part-not-installed==0.2.0" in fallback and "pip install -r requirements.txt" in fallback
+
+
+def test_a_packaged_model_the_user_named_is_not_swapped_for_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    uninstall(monkeypatch, PACKAGED_QWEN_05B)
+    with pytest.raises(PackagedModelUnavailable, match="pip install -r requirements.txt"):
+        connect_for_run(Settings.resolve(env={}, llm_gguf=PACKAGED_QWEN_05B, searchbox_cache_dir=str(tmp_path)))
+
+
+def test_with_no_packaged_instruct_model_gemma_is_the_last_resort(
+    offline: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    machine(monkeypatch, ram_mb=4_500)
+    uninstall(monkeypatch, PACKAGED_QWEN_15B)
+    uninstall(monkeypatch, PACKAGED_QWEN_05B)
+    notes: list[str] = []
+    settings = Settings.resolve(env={}, context_window=2048, searchbox_cache_dir=str(tmp_path))
+    connection = connect_for_run(settings, on_note=notes.append)
+    assert connection.model.model_id == "gemma-3-270m-q4_k_m.gguf"
+    assert f"falling back to {PACKAGED_GEMMA}" in notes[-1]
+
+
+# -- the run records what was derived ---------------------------------------------------------------
+
+
+def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "room", SMALL_DATAROOM)
+    job_dir = tmp_path / "job"
+    with ScriptedEndpoint([Reply(text="No tool needed.")]) as endpoint:
+        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                                    searchbox_cache_dir=str(tmp_path / "cache"), max_steps_per_turn=3)
+        create_job(job_dir, "When does the lease end?", source, settings)
+        fitted, _ = fit_limits(settings, find_preset(PACKAGED_QWEN_05B))  # as connect_for_run does
+        run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"))
+        sent = endpoint.requests[0].body
+    assert sent["max_tokens"] == 1024
+    meta = read_json(job_dir / "run_meta.json")
+    assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024}  # steps were the user's
+    assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
+    assert read_json(job_dir / "config.json") == meta["config"]
