@@ -1,18 +1,27 @@
 """Launch the real app (python app.py) in a subprocess for tests, on a free port, with the packaged
-models and its own jobs and cache folders."""
+models and its own jobs and cache folders.
+
+`as_user=True` starts it the way a user does: no SEARCHBOX_* variables at all, so the jobs and the
+caches go to their defaults under HOME, and HOME is a throw-away folder outside the system temp
+folder (Gradio serves files from the temp folder, which once hid a bug that blanked every run).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+HOMES = ROOT / ".test-homes"  # outside the system temp folder on purpose
 
 # A tiny model and few steps: tests check the plumbing, not the answers.
 PACKAGED_KNOBS = {
@@ -25,6 +34,24 @@ PACKAGED_KNOBS = {
     "HF_HUB_OFFLINE": "1",
 }
 
+# The live view's outputs as gradio_client returns them (States and buttons left out), in
+# RunView.live_outputs order.
+LIVE_FIELDS = ("status", "feed", "answer", "sources", "plot-tokens", "plot-tools", "plot-time", "plot-context",
+               "plot-budget", "empty_dashboard", "answer_file", "bundle")
+
+
+def unwrap(value: Any) -> Any:
+    """An output sent as an update (a value with its visibility) as its value; a skipped one as None."""
+    if isinstance(value, dict) and value.get("__type__") == "update":
+        return value.get("value")
+    return value
+
+
+def live(update: tuple) -> dict[str, Any]:
+    """One update of /search or /reattach by output name."""
+    assert len(update) == len(LIVE_FIELDS), [str(v)[:80] for v in update]
+    return {name: unwrap(value) for name, value in zip(LIVE_FIELDS, update)}
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -33,18 +60,39 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_app(home: Path, **env: str) -> Iterator[str]:
-    with app_process(home, **env) as (url, _):
+def throwaway_home(name: str) -> Iterator[Path]:
+    """A HOME for one app started as a user would, not inside the system temp folder."""
+    HOMES.mkdir(exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=HOMES))
+    assert not home.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def default_jobs_dir(home: Path) -> Path:
+    """Where an app started with `as_user=True` keeps its jobs (the Settings defaults)."""
+    return home / ".cache" / "searchbox" / "jobs"
+
+
+@contextmanager
+def running_app(home: Path, *, as_user: bool = False, **env: str) -> Iterator[str]:
+    with app_process(home, as_user=as_user, **env) as (url, _):
         yield url
 
 
 @contextmanager
-def app_process(home: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+def app_process(home: Path, *, as_user: bool = False, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """The app's URL and its process, for tests that kill it; started again on the same home it finds
     the same jobs. Its output is appended to home/app.log, so every start's output is kept."""
     port = free_port()
-    full_env = {**os.environ, **PACKAGED_KNOBS, "SEARCHBOX_JOBS_DIR": str(home / "jobs"),
-                "SEARCHBOX_CACHE_DIR": str(home / "cache"), **env}
+    if as_user:
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHBOX_")}
+        full_env = {**inherited, **PACKAGED_KNOBS, "HOME": str(home), **env}
+    else:
+        full_env = {**os.environ, **PACKAGED_KNOBS, "SEARCHBOX_JOBS_DIR": str(home / "jobs"),
+                    "SEARCHBOX_CACHE_DIR": str(home / "cache"), **env}
     log = (home / "app.log").open("a")
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=full_env,
                             stdout=log, stderr=subprocess.STDOUT)
@@ -66,3 +114,16 @@ def app_process(home: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen]
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def server_tracebacks(home: Path) -> list[str]:
+    """The exceptions the app logged with a traceback, but for the clear errors it shows visitors on
+    purpose (gr.Error: an empty question, a refused upload): a run that looks fine may still have
+    failed to show."""
+    found = []
+    for block in (home / "app.log").read_text(errors="replace").split("Traceback (most recent call last):")[1:]:
+        # The exception itself is the first line of the block that is not indented.
+        raised = next((line for line in block.splitlines() if line and not line[0].isspace()), block[-300:])
+        if not raised.startswith("gradio.exceptions.Error:"):
+            found.append(raised)
+    return found

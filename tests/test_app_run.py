@@ -2,7 +2,11 @@
 the packaged model streams tool-call messages, then returns the plots, the answer and downloads;
 the Jobs tab lists the run and redraws its dashboard from its records. Secrets in the app's
 environment and the key typed in the page appear nowhere: not in job folders, the log, the streamed
-updates, the page or the downloads; and one visitor cannot reach another's runs or files."""
+updates, the page or the downloads; and one visitor cannot reach another's runs or files.
+
+The app is started as the README starts it: no SEARCHBOX_* variables, its jobs in the default folder
+under a HOME outside the system temp folder. No update may fail (gradio_client raises on an error
+badge) and the app's log must hold no traceback."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from app_server import running_app
+from app_server import default_jobs_dir, live, running_app, server_tracebacks, throwaway_home, unwrap
 
 QUESTION = "Who audited the FY2025 financial statements?"
 SECRET = "jina_never_store_me_42"
@@ -26,10 +30,10 @@ OWNER = "tester-browser-id"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    home = tmp_path_factory.mktemp("app")
-    with running_app(home, **ENV_SECRETS) as url:
+def app() -> Iterator[tuple[str, Path]]:
+    with throwaway_home("app-run") as home, running_app(home, as_user=True, **ENV_SECRETS) as url:
         yield url, home
+        assert not server_tracebacks(home), server_tracebacks(home)
 
 
 def fetch(url: str) -> str:
@@ -60,8 +64,10 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
         if first_tool_at is None and any(t.startswith(("🔎", "⚠", "📄", "🧭", "🔧")) or ":" in t
                                          for t in titles(update[1]) if "Turn" not in t):
             first_tool_at = time.monotonic() - started
-    final = job.outputs()[-1]
-    status, feed, answer, sources, *plots, answer_file, bundle = final
+    final = live(job.outputs()[-1])
+    status, feed, answer, sources = final["status"], final["feed"], final["answer"], final["sources"]
+    plots = [value for name, value in final.items() if name.startswith("plot-")]
+    answer_file, bundle = final["answer_file"], final["bundle"]
     assert len(updates) > 2, "the run view should update while the run goes"
     assert first_tool_at is not None and first_tool_at < time.monotonic() - started
     assert "done" in status and "budget_spent" in status
@@ -74,7 +80,7 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
     with zipfile.ZipFile(bundle) as zf:
         downloads = [zf.read(name).decode(errors="replace") for name in zf.namelist()]
     page = [fetch(url), fetch(url + "config"), Path(answer_file).read_text(), json.dumps(updates)]
-    texts = {str(p): p.read_text(errors="replace") for p in [home / "app.log", *(home / "jobs").rglob("*")]
+    texts = {str(p): p.read_text(errors="replace") for p in [home / "app.log", *default_jobs_dir(home).rglob("*")]
              if p.is_file() and p.suffix != ".zip"}
     assert "config.json" in str(list(texts)) and len(downloads) > 3
     for where, text in [*texts.items(), *enumerate(downloads), *enumerate(page)]:
@@ -92,12 +98,15 @@ def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[s
     assert stranger.predict("someone-else", api_name="/jobs")[0]["data"] == []  # nobody else sees them
     assert rows["data"] and rows["data"][0][1] in ("done", "failed")
     job_id = choices["choices"][0][1] if isinstance(choices, dict) else None
-    heading, answer, sources, *rest = client.predict(job_id, OWNER, api_name="/open_job")
-    assert "done" in heading and len(rest) == 7
+    heading, answer, sources, *plots, empty, answer_file, bundle, chosen = map(
+        unwrap, client.predict(job_id, OWNER, api_name="/open_job"))
+    assert "done" in heading and len(plots) == 5 and all(p and p.get("plot") for p in plots)
+    assert Path(answer_file).name == "ANSWER.md" and Path(bundle).name == "bundle.zip" and chosen == job_id
     with pytest.raises(Exception):  # a guessed id is not a way in: not among the stranger's runs
         stranger.predict(job_id, "someone-else", api_name="/open_job")
     # Nor is a guessed file path: the server hands out only the files a visitor's own calls returned.
-    for path in (home / "jobs" / job_id / "work" / "ANSWER.md", home / "jobs" / job_id / "session.jsonl"):
+    jobs = default_jobs_dir(home)
+    for path in (jobs / job_id / "work" / "ANSWER.md", jobs / job_id / "session.jsonl"):
         assert path.exists()
         with pytest.raises(urllib.error.HTTPError):
             fetch(f"{url}gradio_api/file={path}")

@@ -1,6 +1,10 @@
-"""The app in headless Chromium (Debian's chromium, driven by Playwright; no browser download):
-submit a question, watch tool calls appear while the run goes, reload the page and find the run
-followed again, see the token chart drawn, click a citation, and save screenshots. The LLM is a scripted endpoint so the answer cites a real source;
+"""The app in headless Chromium (Debian's chromium, driven by Playwright; no browser download),
+started as the README starts it (no SEARCHBOX_* variables, default jobs folder under a HOME outside
+the system temp folder): submit a question, watch tool calls appear while the run goes, reload the
+page and find the run followed again, see the charts drawn, click a citation, download the answer;
+open the run from the Jobs tab by clicking its row; load the built-in dataroom in the explorer and
+run a tool. No output may show an error badge, the browser console must stay free of errors, and
+the app's log free of tracebacks. The LLM is a scripted endpoint so the answer cites a real source;
 everything else (app, scheduler, loop, tools, retrieval) is real.
 
 Set SEARCHBOX_SCREENSHOTS=docs to refresh the README's screenshots.
@@ -15,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from app_server import running_app
+from app_server import running_app, server_tracebacks, throwaway_home
 from scripted_endpoint import Reply, ScriptedEndpoint
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="the browser test needs Debian's chromium: apt-get install chromium (see README)")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 QUESTION = "Who audited Quillmoor's FY2025 financial statements?"
@@ -41,39 +46,83 @@ def scripted_answer(body: dict[str, Any]) -> Reply:
                  delay_s=0.15, usage={"prompt_tokens": 3100, "completion_tokens": 40})
 
 
-def test_search_watch_chart_and_citation(tmp_path: Path) -> None:
+def no_error_badges(page: Any) -> None:
+    """Gradio marks an output whose update failed with a red "Error" badge."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_text("Error", exact=True)).to_have_count(0)
+
+
+def test_search_watch_chart_citation_jobs_and_explorer() -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    shots = Path(os.environ.get("SEARCHBOX_SCREENSHOTS") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
-    with ScriptedEndpoint(default=scripted_answer) as endpoint, \
-            running_app(tmp_path, LLAMA_URL=endpoint.url, MODEL_ID="scripted") as url, \
-            sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 1300})
-        page.goto(url, wait_until="domcontentloaded")
-        question = page.get_by_label("Question")
-        expect(question).to_be_visible(timeout=60_000)
-        question.fill(QUESTION)
-        page.get_by_label("Balanced").check()
-        page.screenshot(path=str(shots / "ask-panel.png"), full_page=False)
+    with throwaway_home("browser") as home:
+        shots = Path(os.environ.get("SEARCHBOX_SCREENSHOTS") or home / "shots")
+        shots.mkdir(parents=True, exist_ok=True)
+        console_errors: list[str] = []
+        with ScriptedEndpoint(default=scripted_answer) as endpoint, \
+                running_app(home, as_user=True, LLAMA_URL=endpoint.url, MODEL_ID="scripted") as url, \
+                sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 1300}, accept_downloads=True)
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: console_errors.append(str(e)))
+            page.goto(url, wait_until="domcontentloaded")
+            question = page.get_by_label("Question")
+            expect(question).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("The dashboard appears here once a run starts")).to_be_visible()
+            expect(page.get_by_role("button", name="Stop")).to_be_disabled()
+            question.fill(QUESTION)
+            page.get_by_label("Balanced").check()
+            page.screenshot(path=str(shots / "ask-panel.png"), full_page=False)
 
-        page.get_by_role("button", name="Search", exact=True).click()
-        activity = page.locator("#activity")
-        expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
-        page.screenshot(path=str(shots / "live-run.png"), full_page=False)
+            page.get_by_role("button", name="Search", exact=True).click()
+            activity = page.locator("#activity")
+            expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
+            expect(page.locator("#plot-tokens .js-plotly-plot").first).to_be_visible(timeout=30_000)
+            expect(page.get_by_role("button", name="Stop")).to_be_enabled()
+            no_error_badges(page)
+            page.screenshot(path=str(shots / "live-run.png"), full_page=False)
 
-        page.reload(wait_until="domcontentloaded")  # the same browser comes back: its run is followed again
-        activity = page.locator("#activity")
-        expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
+            before_reload = len(console_errors)
+            page.reload(wait_until="domcontentloaded")  # the same browser comes back: its run is followed again
+            # Leaving a page aborts its open stream, and Gradio's client logs that; nothing else may appear.
+            console_errors[before_reload:] = [e for e in console_errors[before_reload:] if not e.startswith(
+                ("AbortError: signal is aborted without reason", "Unexpected error Connection errored out"))]
+            activity = page.locator("#activity")
+            expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
 
-        expect(page.locator("#plot-tokens .js-plotly-plot").first).to_be_visible(timeout=90_000)
-        expect(page.get_by_text("Stopped:").first).to_be_visible(timeout=120_000)
-        citation = page.locator("#answer a.cite").first
-        expect(citation).to_be_visible(timeout=30_000)
-        citation.click()
-        expect(page.locator("#src-s1")).to_have_attribute("open", "", timeout=10_000)
-        page.screenshot(path=str(shots / "finished-run.png"), full_page=True)
-        browser.close()
-    for name in ("ask-panel.png", "live-run.png", "finished-run.png"):
-        assert (shots / name).stat().st_size > 10_000
+            expect(page.get_by_text("Stopped:").first).to_be_visible(timeout=120_000)
+            citation = page.locator("#answer a.cite").first
+            expect(citation).to_be_visible(timeout=30_000)
+            citation.click()
+            expect(page.locator("#src-s1")).to_have_attribute("open", "", timeout=10_000)
+            download_button = page.get_by_role("button", name="Download ANSWER.md")
+            expect(download_button).to_be_visible(timeout=30_000)
+            with page.expect_download() as download:
+                download_button.click()
+            assert "[s1]" in Path(download.value.path()).read_text()
+            no_error_badges(page)
+            page.screenshot(path=str(shots / "finished-run.png"), full_page=True)
+
+            page.get_by_role("tab", name="Jobs").click()
+            row = page.locator("#jobs-table").get_by_role("gridcell").filter(has_text=QUESTION[:40]).first
+            expect(row).to_be_visible(timeout=30_000)
+            row.click()
+            expect(page.locator("#job-plot-tokens .js-plotly-plot").first).to_be_visible(timeout=30_000)
+            expect(page.locator("#job-answer a.cite").first).to_be_visible(timeout=30_000)
+            expect(page.get_by_role("button", name="Download run bundle").last).to_be_visible(timeout=30_000)
+            no_error_badges(page)
+            page.screenshot(path=str(shots / "jobs-tab.png"), full_page=True)
+
+            page.get_by_role("tab", name="Dataroom explorer").click()
+            page.get_by_role("button", name="Load dataroom").click()
+            expect(page.get_by_text("files read").first).to_be_visible(timeout=60_000)
+            page.get_by_role("button", name="Run tool").click()
+            expect(page.get_by_role("gridcell", name="s1", exact=True).first).to_be_visible(timeout=120_000)
+            no_error_badges(page)
+            browser.close()
+        assert not console_errors, console_errors
+        assert not server_tracebacks(home), server_tracebacks(home)
+        for name in ("ask-panel.png", "live-run.png", "finished-run.png", "jobs-tab.png"):
+            assert (shots / name).stat().st_size > 10_000

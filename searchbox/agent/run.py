@@ -78,14 +78,24 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
             share = f" ({100 * done / total:.0f}%)" if total else ""
             boot.emit("notice", level="info", message=f"downloading the model: {done / 2**20:,.0f} MB{share}")
 
-    boot.emit("notice", level="info", message="connecting to the model")
+    boot.emit("notice", level="info", message=_loading_message(settings))
     started = time.monotonic()
     connection = connect_for_run(settings, on_note=lambda note: boot.emit("notice", level="warning", message=note),
                                  progress=progress)
     model, settings = connection.model, connection.settings
-    boot.emit("notice", level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f}s")
+    boot.emit("notice", level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f} s")
     try:
         return run_job(job_dir, settings, model, listeners, control)
     finally:
         if settings.llama_url:  # an HTTP client is cheap to remake; a loaded llama.cpp model is kept
             model.close()
+
+
+def _loading_message(settings: Settings) -> str:
+    """Which model the run is about to use, before the wait for it (the endpoint's host only: a URL
+    may carry credentials)."""
+    if settings.llama_url:
+        from urllib.parse import urlsplit
+
+        return f"connecting to {settings.model_id or 'the model'} at {urlsplit(settings.llama_url).hostname or 'the endpoint'}"
+    return f"loading the model LLM_GGUF={settings.llm_gguf} (a first load reads the whole file)"

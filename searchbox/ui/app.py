@@ -28,7 +28,8 @@ LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS}
 def build_app(settings: Settings | None = None, services: Services | None = None) -> gr.Blocks:
     settings = settings or Settings.resolve()
     services = services or Services.start(settings)
-    with gr.Blocks(title="searchbox") as app:
+    # Gradio's copies of the files it served (downloads) are deleted a day after they were made.
+    with gr.Blocks(title="searchbox", delete_cache=(3600, 86400)) as app:
         owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
         run_view = RunView(services)

@@ -10,11 +10,9 @@ from typing import Any
 
 import gradio as gr
 
-from searchbox.jobs.bundle import downloads
 from searchbox.jobs.store import JobRecord
 from searchbox.records.files import read_json
-from searchbox.ui.dashboard import Dashboard
-from searchbox.ui.run_view import FIGURES, read_answer
+from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 
 COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "created"]
@@ -32,69 +30,84 @@ def job_row(record: JobRecord, meta: dict[str, Any]) -> list[Any]:
 class JobsView:
     def __init__(self, services: Services) -> None:
         self.services = services
+        self.heading: Any = None
+        self.panels: RunPanels | None = None
+        self.chosen: Any = None  # the run picker
+        self.opened: Any = None  # the run whose view is shown
+        self.opened_going: Any = None  # whether it was still going at the last draw
 
-    def table(self, owner: str) -> tuple[list[list[Any]], Any]:
+    @property
+    def view(self) -> list[Any]:
+        assert self.panels is not None, "build() first"
+        return [self.heading, *self.panels.components]
+
+    def table(self, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
+        """The rows, the run picker, and the job ids in row order (a click on a row opens its run)."""
         records = self.services.visible_jobs(owner)
         rows = [job_row(r, read_json(self.services.store.job_dir(r.id) / "run_meta.json", {}) or {}) for r in records]
         choices = [(f"{r.id[:8]} · {r.state} · {r.question[:60]}", r.id) for r in records]
-        return rows, gr.update(choices=choices)
+        return rows, gr.update(choices=choices), [r.id for r in records]
 
-    async def open(self, job_id: str, owner: str) -> tuple:
+    async def open(self, job_id: str, owner: str) -> dict[Any, Any]:
         """The run's view, and it becomes the opened run (redrawn while it goes)."""
         record = self.services.may_see(job_id, owner)
         if record is None:
             raise gr.Error("No such job among your runs.")
-        return (*await self._view(record), record.id, True)
+        return {**await self._view(record), self.opened: record.id, self.opened_going: True, self.chosen: record.id}
 
-    async def _view(self, record: JobRecord, with_downloads: bool = True) -> tuple:
+    async def open_row(self, ids: list[str], owner: str, event: gr.SelectData) -> dict[Any, Any]:
+        row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
+        if not isinstance(row, int) or not 0 <= row < len(ids):
+            return {component: gr.skip() for component in [*self.view, self.opened, self.opened_going, self.chosen]}
+        return await self.open(ids[row], owner)
+
+    async def _view(self, record: JobRecord, with_downloads: bool = True) -> dict[Any, Any]:
+        assert self.panels is not None
         job_dir = self.services.store.job_dir(record.id)
-        answer, sources = await asyncio.to_thread(read_answer, job_dir)
-        figures = await asyncio.to_thread(lambda: Dashboard.from_records(job_dir).figures())
-        answer_file, bundle = await asyncio.to_thread(downloads, job_dir) if with_downloads else (gr.skip(), gr.skip())
-        return (f"**{record.state}** · {record.question}", answer, sources, *figures.values(), answer_file, bundle)
+        problems = Problems()
+        values = await asyncio.to_thread(self.panels.fill, job_dir, problems, with_downloads=with_downloads)
+        return {self.heading: problems.under(f"**{record.state}** · {record.question}"), **values}
 
-    async def redraw(self, job_id: str, owner: str, was_going: bool) -> tuple:
+    async def redraw(self, job_id: str, owner: str, was_going: bool) -> dict[Any, Any]:
         """On the timer: the opened run's view again while it goes, and once more when it has ended
         (with its downloads); otherwise nothing changes."""
         record = self.services.may_see(job_id, owner) if job_id else None
         going = record is not None and record.state in _GOING
         if record is None or not (going or was_going):
-            return (*(gr.skip() for _ in range(3 + len(FIGURES) + 2)), False)
-        return (*await self._view(record, with_downloads=not going), going)
+            return {**{component: gr.skip() for component in self.view}, self.opened_going: False}
+        return {**await self._view(record, with_downloads=not going), self.opened_going: going}
 
-    def act(self, action: str, job_id: str, owner: str) -> tuple[list[list[Any]], Any]:
+    def act(self, action: str, job_id: str, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
         if self.services.may_see(job_id, owner) is None:
             raise gr.Error("No such job among your runs.")
         getattr(self.services.scheduler, action)(job_id)
         return self.table(owner)
 
     def build(self, owner: gr.BrowserState) -> None:
-        table = gr.Dataframe(headers=COLUMNS, label="Runs", interactive=False, elem_id="jobs-table")
+        table = gr.Dataframe(headers=COLUMNS, label="Runs (click a row to open it)", interactive=False,
+                             elem_id="jobs-table", wrap=True,
+                             column_widths=["8%", "8%", "44%", "6%", "9%", "12%", "13%"])
+        ids = gr.State([])  # job ids in the table's row order
         with gr.Row():
-            chosen = gr.Dropdown([], label="Run", scale=3)
+            self.chosen = gr.Dropdown([], label="Run", scale=3)
             open_button = gr.Button("Open", variant="primary")
             pause_button = gr.Button("Pause")
             resume_button = gr.Button("Resume")
             cancel_button = gr.Button("Cancel", variant="stop")
             refresh = gr.Button("Refresh")
-        heading = gr.Markdown()
-        answer = gr.Markdown()
-        with gr.Accordion("Sources", open=False):
-            sources = gr.HTML()
-        with gr.Row():
-            answer_file = gr.DownloadButton("Download ANSWER.md", value=None)
-            bundle_file = gr.DownloadButton("Download run bundle", value=None)
-        with gr.Row():
-            plots = [gr.Plot(label=name) for name in FIGURES]
+        self.heading = gr.Markdown("*Open a run to see its answer, sources and dashboard.*")
+        self.panels = RunPanels.build(elem_prefix="job-", sources_open=False)
+        self.opened = gr.State("")
+        self.opened_going = gr.State(False)
 
-        refresh.click(self.table, [owner], [table, chosen], api_name="jobs")
-        gr.Timer(3.0).tick(self.table, [owner], [table, chosen], api_name=False)
-        view = [heading, answer, sources, *plots, answer_file, bundle_file]
-        opened = gr.State("")  # the run whose view is shown
-        opened_going = gr.State(False)  # whether it was still going at the last draw
-        open_button.click(self.open, [chosen, owner], [*view, opened, opened_going], api_name="open_job")
-        gr.Timer(_REDRAW_EVERY_S).tick(self.redraw, [opened, owner, opened_going], [*view, opened_going],
-                                       api_name="redraw_job")
+        listing = [table, self.chosen, ids]
+        refresh.click(self.table, [owner], listing, api_name="jobs")
+        gr.Timer(3.0).tick(self.table, [owner], listing, api_name=False)
+        opened = [*self.view, self.opened, self.opened_going, self.chosen]
+        open_button.click(self.open, [self.chosen, owner], opened, api_name="open_job")
+        table.select(self.open_row, [ids, owner], opened, api_name=False)
+        gr.Timer(_REDRAW_EVERY_S).tick(self.redraw, [self.opened, owner, self.opened_going],
+                                       [*self.view, self.opened_going], api_name="redraw_job")
         for button, action in ((pause_button, "pause"), (resume_button, "resume"), (cancel_button, "cancel")):
-            button.click(lambda job, who, a=action: self.act(a, job, who), [chosen, owner], [table, chosen],
+            button.click(lambda job, who, a=action: self.act(a, job, who), [self.chosen, owner], listing,
                          api_name=f"{action}_job")

@@ -22,23 +22,20 @@ import gradio as gr
 from searchbox.agent.events import Event
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.jobs.bundle import downloads
 from searchbox.llm.presets import PRESETS
-from searchbox.records.citations import cited_ids
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
 from searchbox.tools.catalog import load_catalog
-from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard, load_events
 from searchbox.ui.feed import Feed
+from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 
-FIGURES = ("tokens", "tools", "time", "context", "budget")
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
 _STILL_GOING = {"queued", "running", "paused"}
-_LIVE_OUTPUTS = 5 + len(FIGURES) + 2  # job id, status, feed, answer, sources, the plots, two downloads
+NO_RUN_YET = "*The activity of a run (every tool call as it happens), its answer and its sources appear here.*"
 
 
 def _event_key(event: Event) -> tuple:
@@ -53,20 +50,6 @@ def example_questions(limit: int = 6) -> list[str]:
         by_type.setdefault(row["type"], row["question"])
     picked = list(by_type.values()) + [r["question"] for r in rows if r["question"] not in by_type.values()]
     return picked[:limit]
-
-
-def read_answer(job_dir: Path) -> tuple[str, str]:
-    """(answer HTML, sources HTML) from the job's files."""
-    answer_path = job_dir / "work" / "ANSWER.md"
-    sources_path = job_dir / "sources.json"
-    markdown = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.exists() else ""
-    try:
-        sources = json.loads(sources_path.read_text()) if sources_path.exists() else []
-    except json.JSONDecodeError:
-        sources = []
-    if not markdown:
-        return "*No answer yet.*", render_sources(sources, [])
-    return render_answer(markdown, sources), render_sources(sources, cited_ids(markdown))
 
 
 def llm_choices(settings: Settings) -> list[str]:
@@ -128,7 +111,17 @@ async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event]
 class RunView:
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.live_outputs: list[Any] = []  # the components a followed run streams into, set by build()
+        # The components a followed run streams into, set by build().
+        self.job_id: Any = None
+        self.status: Any = None
+        self.feed: Any = None
+        self.panels: RunPanels | None = None
+        self.controls: list[Any] = []  # Pause and Stop: live only while a run is followed
+
+    @property
+    def live_outputs(self) -> list[Any]:
+        assert self.panels is not None, "build() first"
+        return [self.job_id, self.status, self.feed, *self.panels.components, *self.controls]
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -178,16 +171,24 @@ class RunView:
         (a reload or a closed tab does not lose the live view); nothing changes when there is none."""
         going = [r for r in await asyncio.to_thread(self.services.store.list, owner) if r.state in _STILL_GOING]
         if not owner or not going:
-            yield tuple(gr.skip() for _ in range(_LIVE_OUTPUTS))
+            yield {component: gr.skip() for component in self.live_outputs}
             return
         record = going[0]
         subscription = self.services.scheduler.subscribe(record.id)  # before reading the records
         async for update in self._follow(record.id, record.question, subscription, replay=True):
             yield update
 
+    def _update(self, job_id: str, status: str, feed: Feed, panels: dict[Any, Any], problems: Problems,
+                *, going: bool = True) -> dict[Any, Any]:
+        update = {self.job_id: job_id, self.status: problems.under(status), self.feed: feed.messages, **panels}
+        update.update({control: gr.update(interactive=going) for control in self.controls})
+        return update
+
     async def _follow(self, job_id: str, question: str, subscription: queue.Queue, replay: bool):
         """Stream a job into the live view until its run stops for good; with `replay`, what it
         already recorded comes first, and the stream skips the events the records already hold."""
+        assert self.panels is not None
+        panels = self.panels
         job_dir = self.services.store.job_dir(job_id)
         record = self.services.store.get(job_id)
         settings = self.services.store.settings_for(record, self.services.settings) if record else self.services.settings
@@ -199,39 +200,43 @@ class RunView:
                 feed.add(event)
                 dashboard.add(event)
                 recorded.add(_event_key(event))
-        answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
-        figures = dashboard.figures()
-        yield (job_id, self._status(job_id), feed.messages, answer_html, sources_html, *figures.values(), None, None)
+        problems = Problems()
+        values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
+        yield self._update(job_id, self._status(job_id), feed, {**values, **panels.hide_downloads()}, problems)
         last_yield = last_figures = 0.0
+        answer_stale = False
         while True:
             events, ended = await _drain(subscription, 0.5)
             events = [e for e in events if _event_key(e) not in recorded]
             for event in events:
                 feed.add(event)
                 dashboard.add(event)
-                if event.type in ("turn_end", "tool_end") or ended:
-                    answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
+                answer_stale = answer_stale or event.type in ("turn_end", "tool_end")
             now = time.monotonic()
             if ended:
                 current = self.services.store.get(job_id)
                 if current is not None and current.state in _STILL_GOING:
                     # Preempted by another run: it resumes on its own; keep following it.
                     subscription = self.services.scheduler.subscribe(job_id)
-                    yield (job_id, "⏸️ Paused for another run; resumes automatically", feed.messages,
-                           answer_html, sources_html, *dashboard.figures().values(), None, None)
+                    problems = Problems()
+                    values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
+                    yield self._update(job_id, "⏸️ Paused for another run; resumes automatically", feed, values, problems)
                     continue
                 break
             if events and now - last_yield >= _YIELD_EVERY_S:
+                problems = Problems()
+                values: dict[Any, Any] = {}
+                if answer_stale:
+                    values.update(await asyncio.to_thread(panels.fill_answer, job_dir, problems))
+                    answer_stale = False
                 if now - last_figures >= _FIGURES_EVERY_S:
-                    figures, last_figures = dashboard.figures(), now
+                    values.update(panels.fill_figures(job_dir, problems, dashboard))
+                    last_figures = now
                 last_yield = now
-                yield (job_id, self._status(job_id), feed.messages, answer_html, sources_html,
-                       *figures.values(), None, None)
-        answer_html, sources_html = await asyncio.to_thread(read_answer, job_dir)
-        final = Dashboard.from_records(job_dir).figures()
-        answer_file, bundle = await asyncio.to_thread(downloads, job_dir)
-        yield (job_id, self._status(job_id), feed.messages, answer_html, sources_html, *final.values(),
-               answer_file, bundle)
+                yield self._update(job_id, self._status(job_id), feed, values, problems)
+        problems = Problems()
+        final = await asyncio.to_thread(panels.fill, job_dir, problems, with_downloads=True)
+        yield self._update(job_id, self._status(job_id), feed, final, problems, going=False)
 
     def _status(self, job_id: str) -> str:
         record = self.services.store.get(job_id)
@@ -258,7 +263,7 @@ class RunView:
         high = [t.name for t in catalog if t.group == "high"]
         low = [t.name for t in catalog if t.group == "low"]
         defaults = {t.name for t in catalog if t.default}
-        job_id = gr.State("")
+        self.job_id = gr.State("")
         with gr.Row():
             with gr.Column(scale=2):
                 question = gr.Textbox(label="Question", lines=3, placeholder="Ask something the documents can answer")
@@ -281,10 +286,13 @@ class RunView:
                     settings = self.services.settings
                     llm = gr.Dropdown(llm_choices(settings), label="LLM",
                                       value=ENDPOINT_CHOICE if settings.llama_url else settings.llm_gguf)
+                    locked = None if settings.searchbox_visitor_endpoints else (
+                        "Set by the operator (LLAMA_URL, MODEL_ID): this app lets visitors use its own endpoint only "
+                        "(SEARCHBOX_VISITOR_ENDPOINTS=1 opens it).")
                     endpoint = gr.Textbox(label="Endpoint URL", value=settings.llama_url, placeholder="http://localhost:8080/v1",
-                                          interactive=settings.searchbox_visitor_endpoints)
+                                          interactive=settings.searchbox_visitor_endpoints, info=locked)
                     model_id = gr.Textbox(label="Model id at the endpoint", value=settings.model_id,
-                                          interactive=settings.searchbox_visitor_endpoints)
+                                          interactive=settings.searchbox_visitor_endpoints, info=locked)
                     retrieval = gr.Dropdown(list(RETRIEVAL_PRESETS), value=self.services.settings.retrieval_preset, label="Retrieval preset")
                     with gr.Row():
                         embed_backend = gr.Radio(["local", "api"], value=self.services.settings.embed_backend, label="Embedder")
@@ -293,30 +301,21 @@ class RunView:
                                           type="password")
                 with gr.Row():
                     run_button = gr.Button("Search", variant="primary")
-                    pause_button = gr.Button("Pause")
-                    stop_button = gr.Button("Stop", variant="stop")
+                    pause_button = gr.Button("Pause", interactive=False)
+                    stop_button = gr.Button("Stop", variant="stop", interactive=False)
             with gr.Column(scale=3):
-                status = gr.Markdown()
-                feed = gr.Chatbot(label="Activity", height=520, elem_id="activity")
-                answer = gr.Markdown(label="Answer", elem_id="answer")
-                with gr.Accordion("Sources", open=True):
-                    sources = gr.HTML(elem_id="sources")
-                with gr.Row():
-                    answer_file = gr.DownloadButton("Download ANSWER.md", value=None)
-                    bundle_file = gr.DownloadButton("Download run bundle", value=None)
-        with gr.Row():
-            plots = [gr.Plot(label=name, elem_id=f"plot-{name}") for name in FIGURES[:3]]
-        with gr.Row():
-            plots += [gr.Plot(label=name, elem_id=f"plot-{name}") for name in FIGURES[3:]]
+                self.status = gr.Markdown(NO_RUN_YET)
+                self.feed = gr.Chatbot(label="Activity", height=520, elem_id="activity")
+                self.panels = RunPanels.build()
+        self.controls = [pause_button, stop_button]
 
         upload.change(self.preview_dataroom, [upload], [ingestion], api_name=False)
         effort.change(lambda e: (EFFORT_PRESETS[e]["turn_budget"], EFFORT_PRESETS[e]["force_budget"]),
                       [effort], [budget, force], api_name=False)
         all_high.change(lambda on: high if on else [], [all_high], [high_tools], api_name=False)
         all_low.change(lambda on: low if on else [], [all_low], [low_tools], api_name=False)
-        self.live_outputs = [job_id, status, feed, answer, sources, *plots, answer_file, bundle_file]
         run_button.click(self.run, [question, upload, budget, force, high_tools, low_tools, llm, endpoint, model_id,
                                     retrieval, embed_backend, rerank_backend, jina_key, owner],
                          self.live_outputs, api_name="search")
-        stop_button.click(self.stop, [job_id], [status], api_name="stop")
-        pause_button.click(self.pause, [job_id], [status], api_name="pause")
+        stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
+        pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")

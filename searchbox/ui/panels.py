@@ -1,0 +1,133 @@
+"""The panels a run is shown in, shared by the live Search tab and the Jobs tab: the answer, the
+sources, the dashboard's plots and the downloads, and how each is filled from a job folder.
+
+Each panel is prepared on its own: when one fails (a chart, a download), the others still update
+and the failure is said in words next to the run's status, instead of Gradio marking every output
+of the update with an error badge.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gradio as gr
+
+from searchbox.jobs.bundle import downloads
+from searchbox.records.citations import cited_ids
+from searchbox.ui.answer import render_answer, render_sources
+from searchbox.ui.dashboard import Dashboard
+from searchbox.ui.handoff import offer
+
+log = logging.getLogger(__name__)
+
+FIGURES = ("tokens", "tools", "time", "context", "budget")
+FIGURE_TITLES = {"tokens": "Tokens per turn", "tools": "Tool use", "time": "Wall time", "context": "Context window",
+                 "budget": "Turn budget"}
+EMPTY_DASHBOARD = ("*The dashboard appears here once a run starts: tokens per turn, tool use (bash by program), "
+                   "the wall-time split between the LLM and the tools, context-window use and compactions, "
+                   "and the turn budget with tokens/s.*")
+T = TypeVar("T")
+
+
+@dataclass
+class Problems:
+    """What could not be prepared for this update, said once next to the status."""
+
+    items: list[str] = field(default_factory=list)
+
+    def guard(self, what: str, make: Callable[[], T], fallback: T) -> T:
+        try:
+            return make()
+        except Exception as exc:  # one panel's failure must not blank the others
+            log.exception("could not prepare %s", what)
+            self.items.append(f"⚠️ {what} could not be shown: {type(exc).__name__}: {exc}")
+            return fallback
+
+    def under(self, status: str) -> str:
+        return "\n\n".join([status, *self.items]) if self.items else status
+
+
+def read_answer(job_dir: Path) -> tuple[str, str]:
+    """(answer Markdown with linked citations, sources HTML) from the job's files."""
+    answer_path = job_dir / "work" / "ANSWER.md"
+    sources_path = job_dir / "sources.json"
+    markdown = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.exists() else ""
+    try:
+        sources = json.loads(sources_path.read_text()) if sources_path.exists() else []
+    except json.JSONDecodeError:
+        sources = []
+    if not markdown:
+        return "*No answer yet.*", render_sources(sources, [])
+    return render_answer(markdown, sources), render_sources(sources, cited_ids(markdown))
+
+
+def offered_downloads(job_dir: Path) -> tuple[str | None, str | None]:
+    """The run's ANSWER.md and bundle as files Gradio may serve to this visitor alone."""
+    answer, bundle = downloads(job_dir)
+    return offer(answer), offer(bundle)
+
+
+@dataclass
+class RunPanels:
+    """The components; `build` lays them out inside the current Blocks context."""
+
+    answer: gr.Markdown
+    sources: gr.HTML
+    answer_file: gr.DownloadButton
+    bundle_file: gr.DownloadButton
+    empty_dashboard: gr.Markdown
+    plots: dict[str, gr.Plot]
+
+    @classmethod
+    def build(cls, *, elem_prefix: str = "", sources_open: bool = True) -> RunPanels:
+        answer = gr.Markdown(label="Answer", elem_id=f"{elem_prefix}answer")
+        with gr.Accordion("Sources", open=sources_open):
+            sources = gr.HTML(elem_id=f"{elem_prefix}sources")
+        with gr.Row():
+            answer_file = gr.DownloadButton("Download ANSWER.md", value=None, visible=False)
+            bundle_file = gr.DownloadButton("Download run bundle", value=None, visible=False)
+        empty = gr.Markdown(EMPTY_DASHBOARD)
+        plots: dict[str, gr.Plot] = {}
+        for row in (FIGURES[:3], FIGURES[3:]):
+            with gr.Row():
+                for name in row:
+                    plots[name] = gr.Plot(label=FIGURE_TITLES[name], elem_id=f"{elem_prefix}plot-{name}", visible=False)
+        return cls(answer, sources, answer_file, bundle_file, empty, plots)
+
+    @property
+    def components(self) -> list[Any]:
+        return [self.answer, self.sources, *self.plots.values(), self.empty_dashboard, self.answer_file, self.bundle_file]
+
+    def fill(self, job_dir: Path, problems: Problems, *, dashboard: Dashboard | None = None,
+             with_downloads: bool = False) -> dict[Any, Any]:
+        """The panels' values for the run in job_dir; the live view passes its own dashboard, a
+        finished run's is rebuilt from its records."""
+        values = self.fill_answer(job_dir, problems)
+        values.update(self.fill_figures(job_dir, problems, dashboard))
+        if with_downloads:
+            answer_file, bundle = problems.guard("the downloads", lambda: offered_downloads(job_dir), (None, None))
+            values[self.answer_file] = gr.update(value=answer_file, visible=answer_file is not None)
+            values[self.bundle_file] = gr.update(value=bundle, visible=bundle is not None)
+        return values
+
+    def fill_answer(self, job_dir: Path, problems: Problems) -> dict[Any, Any]:
+        answer, sources = problems.guard("the answer", lambda: read_answer(job_dir), (gr.skip(), gr.skip()))
+        return {self.answer: answer, self.sources: sources}
+
+    def fill_figures(self, job_dir: Path, problems: Problems, dashboard: Dashboard | None = None) -> dict[Any, Any]:
+        figures = problems.guard("the dashboard",
+                                 lambda: (dashboard or Dashboard.from_records(job_dir)).figures(), None)
+        if figures is None:
+            return {}
+        values: dict[Any, Any] = {self.plots[name]: gr.update(value=figures[name], visible=True) for name in FIGURES}
+        values[self.empty_dashboard] = gr.update(visible=False)
+        return values
+
+    def hide_downloads(self) -> dict[Any, Any]:
+        return {self.answer_file: gr.update(value=None, visible=False),
+                self.bundle_file: gr.update(value=None, visible=False)}
