@@ -199,14 +199,16 @@ def model_settings(base: Settings, models: list[str]) -> list[Settings]:
 def check_models(settings_per_model: list[Settings], probes: list[Probe], *, repeat: int = 1,
                  on_line: Callable[[str], None] = print) -> list[ModelReport]:
     """Connect to each model in turn (closing it after), pose every situation, collect the reports."""
-    from searchbox.llm.connect import connect
+    from searchbox.llm.connect import connect_for_run
 
     situations, skipped = build_situations(probes, settings_per_model[0])
     for probe_id, reason in skipped.items():
         on_line(f"skipped {probe_id}: {reason}")
     reports = []
-    for settings in settings_per_model:
-        model = connect(settings, on_note=lambda note: on_line(f"note: {note}"))
+    for wanted in settings_per_model:
+        # The output cap a run with this model would get (its preset's, unless MAX_OUTPUT_TOKENS is set).
+        connection = connect_for_run(wanted, on_note=lambda note: on_line(f"note: {note}"))
+        model, settings = connection.model, connection.settings
         report = ModelReport(model.model_id, skipped=skipped)
         on_line(f"{model.model_id}: {len(situations)} probes x {repeat}")
         try:
