@@ -35,7 +35,11 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
 @contextmanager
 def _workspace(args: argparse.Namespace) -> Iterator[Workspace]:
     """The job folder given with --job (reused when it already holds a dataroom), else a temporary one."""
-    settings = Settings.resolve(**_parse_overrides(args.set))
+    from searchbox.retrieval.availability import fit_retrieval
+
+    settings, notes = fit_retrieval(Settings.resolve(**_parse_overrides(args.set)))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     if args.job:
         job = Path(args.job)

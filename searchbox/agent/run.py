@@ -14,6 +14,7 @@ from searchbox.jobs.job import question_of
 from searchbox.llm.types import ChatModel
 from searchbox.records.files import write_json
 from searchbox.records.recorder import RunRecorder
+from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import airgap_level, dataroom_mount_readonly, filesystem_level
 from searchbox.workspace import Workspace
@@ -49,6 +50,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     if window and window < settings.context_window:
         # The runtime capped the window for this model: compaction and the records use the real one.
         settings = settings.with_derived(context_window=window)
+    settings, retrieval_notes = fit_retrieval(settings)
     if settings.derived:
         write_json(job_dir / "config.json", settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings)
@@ -56,6 +58,8 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
                            workspace.ledger.ids, workspace.save_ledger)
     bus = EventBus(job_dir / "events.jsonl", [recorder, *(listeners or [])])
+    for note in retrieval_notes:
+        bus.emit("notice", level="warning", message=note)
     loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
     return loop.run(question_of(job_dir))
 

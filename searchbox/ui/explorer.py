@@ -16,7 +16,8 @@ import gradio as gr
 from searchbox.builtin import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.dataroom.workspace import remove_job_folder
-from searchbox.settings import Settings
+from searchbox.retrieval.availability import fit_retrieval
+from searchbox.settings import RETRIEVAL_PRESETS, Settings
 from searchbox.tools.catalog import CatalogTool, catalog_by_name, load_catalog
 from searchbox.tools.retrieval_tools import run_catalog_tool
 from searchbox.workspace import Workspace
@@ -44,8 +45,18 @@ def discard(workspace: Workspace | None) -> None:
         remove_job_folder(workspace.job_dir)
 
 
-def load_dataroom(upload: str | None, settings: Settings,
-                  previous: Workspace | None = None) -> tuple[Workspace, str, list[list[Any]]]:
+def explorer_settings(settings: Settings, preset: str | None) -> tuple[Settings, list[str]]:
+    """The app's settings with the retrieval preset picked here, fitted to the models this machine has."""
+    if preset and preset != settings.retrieval_preset:
+        if preset not in RETRIEVAL_PRESETS:
+            raise gr.Error(f"Unknown retrieval preset {preset!r}.")
+        settings = settings.with_overrides(retrieval_preset=preset)
+    return fit_retrieval(settings)
+
+
+def load_dataroom(upload: str | None, settings: Settings, previous: Workspace | None = None,
+                  preset: str | None = None) -> tuple[Workspace, str, list[list[Any]]]:
+    settings, notes = explorer_settings(settings, preset)
     source = Path(upload) if upload else BUILTIN_DATAROOM
     folder = Path(tempfile.mkdtemp(prefix="searchbox-explore-"))
     try:
@@ -57,13 +68,16 @@ def load_dataroom(upload: str | None, settings: Settings,
     rows = workspace.corpus.statuses()
     read = sum(r["status"] == "ok" for r in rows)
     name = source.name if upload else "the built-in dataroom"
-    summary = f"**{name}**: {read} of {len(rows)} files read, {len(workspace.corpus.chunks)} chunks."
+    summary = f"**{name}**: {read} of {len(rows)} files read, {len(workspace.corpus.chunks)} chunks. " \
+              f"Retrieval: `{settings.embed_model}`, {settings.search_mode} search, reranker `{settings.rerank_model}`."
+    summary = "\n\n".join([summary, *(f"ℹ️ {note}" for note in notes)])
     return workspace, summary, [[r[c] for c in STATUS_COLUMNS] for r in rows]
 
 
-def run_tool(workspace: Workspace | None, name: str, raw_args: str, settings: Settings) -> tuple[Workspace, list[list[Any]], str]:
+def run_tool(workspace: Workspace | None, name: str, raw_args: str, settings: Settings,
+             preset: str | None = None) -> tuple[Workspace, list[list[Any]], str]:
     if workspace is None:
-        workspace, _, _ = load_dataroom(None, settings)
+        workspace, _, _ = load_dataroom(None, settings, preset=preset)
     try:
         args = json.loads(raw_args or "{}")
     except json.JSONDecodeError as exc:
@@ -80,6 +94,8 @@ def build_explorer(settings: Settings) -> None:
     with gr.Row():
         upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
         with gr.Column():
+            preset = gr.Dropdown(list(RETRIEVAL_PRESETS), value=settings.retrieval_preset, label="Retrieval preset",
+                                 info="Models that cannot be loaded here are replaced by packaged ones, and the summary says so.")
             load_button = gr.Button("Load dataroom", variant="secondary")
             summary = gr.Markdown()
     statuses = gr.Dataframe(headers=STATUS_COLUMNS, label="Files", interactive=False, max_height=300)
@@ -91,8 +107,8 @@ def build_explorer(settings: Settings) -> None:
     results = gr.Dataframe(headers=RESULT_COLUMNS, label="Results", interactive=False, wrap=True)
     raw = gr.Code(language="json", label="Full result", interactive=False)
 
-    load_button.click(lambda up, previous: load_dataroom(up, settings, previous), [upload, workspace],
-                      [workspace, summary, statuses], api_name="load_dataroom")
+    load_button.click(lambda up, previous, chosen: load_dataroom(up, settings, previous, chosen),
+                      [upload, workspace, preset], [workspace, summary, statuses], api_name="load_dataroom")
     tool.change(lambda name: example_arguments(catalog_by_name()[name]), [tool], [arguments], api_name=False)
-    run_button.click(lambda ws, name, args: run_tool(ws, name, args, settings), [workspace, tool, arguments],
-                     [workspace, results, raw], api_name="run_tool")
+    run_button.click(lambda ws, name, args, chosen: run_tool(ws, name, args, settings, chosen),
+                     [workspace, tool, arguments, preset], [workspace, results, raw], api_name="run_tool")

@@ -72,10 +72,11 @@ def run_overrides(settings: Settings, budget: float, force: bool, high: list[str
         "turn_budget": int(budget),
         "force_budget": bool(force),
         "searchbox_tools": ",".join([*high, *low]),
-        "retrieval_preset": retrieval,
-        "embed_backend": embed_backend,
-        "rerank_backend": rerank_backend,
     }
+    # Retrieval choices left as the operator set them stay unchosen: the run may then fall back to
+    # models it can load here (see retrieval.availability) instead of failing on its first search.
+    chosen = {"retrieval_preset": retrieval, "embed_backend": embed_backend, "rerank_backend": rerank_backend}
+    overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
     if llm == ENDPOINT_CHOICE:
         if not settings.searchbox_visitor_endpoints:  # the operator's endpoint, whatever the page sent
             endpoint, model_id = settings.llama_url, settings.model_id
