@@ -168,7 +168,8 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
     job_dir = tmp_path / "job"
     with ScriptedEndpoint([Reply(text="No tool needed.")]) as endpoint:
         settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
-                                    searchbox_cache_dir=str(tmp_path / "cache"), max_steps_per_turn=3)
+                                    retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"),
+                                    max_steps_per_turn=3)
         create_job(job_dir, "When does the lease end?", source, settings)
         fitted, _ = fit_limits(settings, find_preset(PACKAGED_QWEN_05B))  # as connect_for_run does
         run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"))
