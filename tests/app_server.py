@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-HOMES = ROOT / ".test-homes"  # outside the system temp folder on purpose
+# Outside the system temp folder and the app's working folder on purpose: Gradio serves files from both.
+HOMES = Path.home() / ".cache" / "searchbox-test-homes"
 
 # A tiny model and few steps: tests check the plumbing, not the answers.
 PACKAGED_KNOBS = {
@@ -62,9 +63,10 @@ def free_port() -> int:
 @contextmanager
 def throwaway_home(name: str) -> Iterator[Path]:
     """A HOME for one app started as a user would, not inside the system temp folder."""
-    HOMES.mkdir(exist_ok=True)
+    HOMES.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=HOMES))
-    assert not home.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+    for served in (Path(tempfile.gettempdir()), ROOT):
+        assert not home.resolve().is_relative_to(served.resolve()), f"{home} is inside {served}"
     try:
         yield home
     finally:
