@@ -67,7 +67,7 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[E
 
 def test_the_question_comes_first_and_turns_get_dividers() -> None:
     feed = Feed(QUESTION)
-    feed.add(ev("run_start", 0, 0, resumed=False, turn=0))
+    feed.add(ev("run_start", 0, 0, resumed=False, turns_done=0))
     feed.add(ev("turn_start", 1, 0, budget=3))
     assert feed.messages[0] == {"role": "user", "content": QUESTION}
     assert feed.messages[1]["metadata"] == {"title": "Turn 1 / 3", "status": "pending"}
@@ -155,7 +155,7 @@ def test_a_step_with_only_tool_calls_leaves_no_empty_text() -> None:
 
 def test_notices_compaction_resume_and_the_stop_line() -> None:
     feed = Feed(QUESTION)
-    feed.add(ev("run_start", 0, 0, resumed=True, turn=2))
+    feed.add(ev("run_start", 0, 0, resumed=True, turns_done=2))
     feed.add(ev("turn_start", 3, 0, budget=5))
     feed.add(ev("step_start", 3, 7))
     feed.add(ev("delta", 3, 7, kind="reasoning", text="still thinking"))
@@ -220,3 +220,20 @@ def test_a_replay_from_events_jsonl_shows_tools_and_answers(scripted_run: tuple[
     contents = [m["content"] for m in feed.messages]
     assert "The lease ends 31 March 2029 [s1]." in contents and contents[-1].startswith("✅ Stopped")
     assert sum("bash" in t for t in titles(feed)) == 2
+
+
+def test_a_resumption_reads_the_same_live_and_replayed_from_events_jsonl(tmp_path: Path) -> None:
+    from searchbox.agent.events import EventBus
+    from searchbox.ui.dashboard import Dashboard
+
+    live_feed, live_dashboard = Feed(QUESTION), Dashboard(context_window=131072)
+    bus = EventBus(tmp_path / "events.jsonl", [live_feed.add, live_dashboard.add])
+    bus.turn = 2  # the envelope's turn when a run resumes after two turns
+    bus.emit("run_start", resumed=True, turns_done=2, model="m", context_window=16384)
+    replayed = Feed(QUESTION)
+    for event in load_events(tmp_path):
+        replayed.add(event)
+    assert live_feed.messages == replayed.messages
+    assert replayed.messages[1]["metadata"]["log"] == "after 2 turns"
+    assert load_events(tmp_path)[0].turn == 2  # the payload no longer shadows the envelope
+    assert live_dashboard.context_window == 16384  # the window fitted to the model, not the job's setting

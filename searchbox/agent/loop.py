@@ -76,7 +76,10 @@ class AgentLoop:
     def run(self, question: str) -> str:
         """Run (or resume) until a stop reason; returns it. Never raises for LLM or tool trouble."""
         resumed = bool(self.session.messages)
-        self.bus.emit("run_start", resumed=resumed, turn=self.state.turn, model=self.model.model_id)
+        # `turns_done`, not `turn`: a payload key never shadows the envelope's turn (it did, and a replayed feed
+        # lost "Resumed after N turns").
+        self.bus.emit("run_start", resumed=resumed, turns_done=self.state.turn, model=self.model.model_id,
+                      context_window=self.settings.context_window)
         unrecorded_turn = False
         if not resumed:
             self.session.append({"role": "user", "content": question})

@@ -43,6 +43,10 @@ class Dashboard:
         if handler is not None:
             handler(event)
 
+    def _on_run_start(self, event: Event) -> None:
+        # The window the run really has (fitted to its model), which the job's own settings may not know.
+        self.context_window = event.data.get("context_window", self.context_window)
+
     def _on_turn_start(self, event: Event) -> None:
         self.budget = event.data.get("budget", self.budget)
 

@@ -50,7 +50,7 @@ class Feed:
 
     def _on_run_start(self, event: Event) -> None:
         if event.data.get("resumed"):
-            done = event.data.get("turn", 0)
+            done = event.data.get("turns_done", 0)
             self._append("", title="⏯️ Resumed", status="done", log=f"after {_plural(done, 'turn')}" if done else None)
 
     def _on_turn_start(self, event: Event) -> None:
