@@ -20,10 +20,12 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.resolve()
     auth = tuple(settings.searchbox_auth.split(":", 1)) if ":" in settings.searchbox_auth else None
-    build_app(settings).queue(default_concurrency_limit=8).launch(
-        server_name=args.host, server_port=args.port, share=args.share, auth=auth,
-        max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **LAUNCH_OPTIONS
-    )
+    app = build_app(settings).queue(default_concurrency_limit=8)
+    # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.
+    print(f"searchbox: http://{args.host}:{args.port}/" + ("" if args.share else "  (python app.py --share for a public link)"),
+          flush=True)
+    app.launch(server_name=args.host, server_port=args.port, share=args.share, auth=auth, quiet=not args.share,
+               max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **LAUNCH_OPTIONS)
 
 
 if __name__ == "__main__":

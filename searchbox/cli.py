@@ -247,6 +247,13 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     return 0
 
 
+SET_HELP = "override a knob ({scope}); repeatable; `python -m searchbox knobs` lists every knob and its default"
+
+
+def add_set(parser: argparse.ArgumentParser, scope: str) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help=SET_HELP.format(scope=scope))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m searchbox", description="Agentic search over a dataroom.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -255,17 +262,17 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
         p.add_argument("--dataroom", help="a .zip or a folder (default: the built-in dataroom)")
         p.add_argument("--job", help="job folder to reuse (default: a temporary one)")
-        p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for this run")
+        add_set(p, "for this command")
         return p
 
     run = sub.add_parser("run", help="answer a question over a dataroom with the agent")
-    run.add_argument("question")
+    run.add_argument("question", help='the question, in quotes: "Who audited the FY2025 financial statements?"')
     run.add_argument("--dataroom", help="a .zip or a folder (default: the built-in dataroom)")
     run.add_argument("--budget", type=int, help="turn budget (TURN_BUDGET)")
     run.add_argument("--force-budget", action="store_true", help="spend the whole budget (FORCE_BUDGET)")
     run.add_argument("--out", help="the job folder to create (default: runs/<timestamp>)")
     run.add_argument("--stream", action="store_true", help="print the model's text as it streams")
-    run.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for this run")
+    add_set(run, "for this run")
     run.set_defaults(func=cmd_run)
 
     tool = dataroom_command("tool", "run one catalog tool and print its JSON result")
@@ -285,10 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     knobs.add_argument("--markdown", action="store_true", help="as the README's table")
     knobs.set_defaults(func=cmd_knobs)
 
-    score = sub.add_parser("score", help="score a finished run against a question of a question set")
+    score = sub.add_parser("score", help="score a finished run against the gold answer of its question")
     score.add_argument("run_dir", metavar="RUN_DIR", help="the run's job folder")
     score.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set JSONL (default: the built-in one)")
-    score.add_argument("--id", required=True, help="the question's id")
+    score.add_argument("--id", required=True, help="the id of the run's question in the question set (e.g. q001)")
     score.add_argument("--judge", action="store_true", help="also ask the configured model (LLAMA_URL or LLM_GGUF) for a verdict")
     score.set_defaults(func=cmd_score)
     evaluation = dataroom_command("retrieval-eval", "gold-file recall of grep, BM25, dense, hybrid, dense+rerank")
@@ -304,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     ablate.add_argument("--limit", type=int, help="only the first N questions")
     ablate.add_argument("--ids", help="only these question ids (comma-separated)")
     ablate.add_argument("--per-type", type=int, help="only the first N questions of each type")
-    ablate.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob for every run")
+    add_set(ablate, "for every run of the sweep")
     ablate.set_defaults(func=cmd_ablate)
     report = sub.add_parser("report", help="an HTML report with charts (and PNGs) of a sweep or retrieval-eval folder")
     report.add_argument("folder", metavar="FOLDER", help="a folder with results.jsonl (ablate) and/or retrieval.json (retrieval-eval)")
@@ -317,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--probes", help="probe file (default: searchbox/evaluation/conformance_probes.json)")
     conformance.add_argument("--out", help="write every response and its scores to this JSON file")
     conformance.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    conformance.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="override a knob")
+    add_set(conformance, "for every model checked")
     conformance.set_defaults(func=cmd_conformance)
     return parser
 
