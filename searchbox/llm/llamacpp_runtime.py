@@ -7,7 +7,9 @@ blocks the calling thread: callers run it in a worker thread.
 Set up for speed where the build allows: every layer on the GPU when llama.cpp was built with one,
 flash attention, and a q8_0 KV cache (which needs flash attention); each falls back if the
 context cannot be created with it. The chat format is the GGUF's own template when it has one; a
-template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions).
+template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions). A
+forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
+one call in the template's own format (see tool_grammar).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 from searchbox.llm.assemble import ResponseBuilder
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
+from searchbox.llm.jsonfix import loads_lenient
+from searchbox.llm.tool_grammar import call_format, call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
 PLAIN_FORMAT = "chatml"
@@ -71,6 +75,7 @@ class LlamaCppModel(ChatModel):
         self.chat_format: str = self._llama.chat_format
         self.features["chat_format"] = self.chat_format
         self._starts_in_reasoning = _template_opens_think(self._llama)
+        self.call_format = call_format(self._llama.metadata.get("tokenizer.chat_template", ""))
         _live.add(self)
 
     @property
@@ -106,7 +111,15 @@ class LlamaCppModel(ChatModel):
             else:
                 kwargs["messages"] = self._prepare(messages)
                 if tools:
-                    kwargs.update(tools=tools, tool_choice=tool_choice)
+                    kwargs["tools"] = tools  # all of them even when one is forced: the prompt (and its cache) stays put
+                    if tool_choice not in ("auto", "none"):
+                        # Never llama-cpp-python's own forcing: it ignores "required", and a named tool gets
+                        # bare arguments outside the model's format. A dict tool_choice would replace this grammar.
+                        grammar = call_grammar(_chosen(tools, tool_choice), self.call_format,
+                                               in_reasoning=self._starts_in_reasoning)
+                        kwargs.update(tool_choice="required", grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
+                    else:
+                        kwargs["tool_choice"] = tool_choice
             builder = ResponseBuilder(tools, starts_in_reasoning=self._starts_in_reasoning)
             llama.meter = _Meter()
             llama_cpp.llama_perf_context_reset(llama.ctx)
@@ -156,11 +169,28 @@ class LlamaCppModel(ChatModel):
         for message in messages:
             # Templates test `'tool_calls' in message` and read `message.content` strictly.
             message = {k: v for k, v in message.items() if v is not None}
-            if not message.get("tool_calls"):
+            if message.get("tool_calls"):
+                message["tool_calls"] = [_with_argument_object(part) for part in message["tool_calls"]]
+            else:
                 message.pop("tool_calls", None)
             message.setdefault("content", "")
             prepared.append(message)
         return prepared
+
+
+def _with_argument_object(part: dict[str, Any]) -> dict[str, Any]:
+    """A history tool call with its arguments as an object, as chat templates expect: Qwen2.5's
+    `arguments | tojson` would show the model a JSON string where it wrote an object."""
+    function = part.get("function") or {}
+    if not isinstance(function.get("arguments"), str):
+        return part
+    try:
+        arguments = loads_lenient(function["arguments"] or "{}")
+    except ValueError:
+        return part
+    if not isinstance(arguments, dict):
+        return part
+    return {**part, "function": {**function, "arguments": arguments}}
 
 
 def _chosen(tools: list[Tool], tool_choice: ToolChoice) -> list[Tool]:
