@@ -53,8 +53,7 @@ class ProgressPrinter:
                 return f"  step {event.step} → {d['name']}({_arguments(d['arguments'])})"
             case "tool_end":
                 mark = "✗" if d["is_error"] else "✓"
-                first = d["preview"].strip().splitlines()[0] if d["preview"].strip() else ""
-                return f"      {mark} {d['duration_ms'] / 1000:.2f}s  {first[:100]}"
+                return f"      {mark} {d['duration_ms'] / 1000:.2f}s  {d.get('gist', '')}"
             case "step_end":
                 u = d["usage"]
                 said = f"  “{d['text'].strip()[:120]}”" if d["text"].strip() and not d["tool_calls"] else ""

@@ -118,12 +118,18 @@ def app_process(home: Path, *, as_user: bool = False, **env: str) -> Iterator[tu
         log.close()
 
 
+_CHAINED = ("The above exception was the direct cause", "During handling of the above exception")
+
+
 def server_tracebacks(home: Path) -> list[str]:
     """The exceptions the app logged with a traceback, but for the clear errors it shows visitors on
-    purpose (gr.Error: an empty question, a refused upload): a run that looks fine may still have
-    failed to show."""
+    purpose (gr.Error: an empty question, a refused upload, with whatever caused them chained before):
+    a run that looks fine may still have failed to show."""
     found = []
-    for block in (home / "app.log").read_text(errors="replace").split("Traceback (most recent call last):")[1:]:
+    blocks = (home / "app.log").read_text(errors="replace").split("Traceback (most recent call last):")[1:]
+    for index, block in enumerate(blocks):
+        if any(marker in block for marker in _CHAINED) and index + 1 < len(blocks):
+            continue  # a cause: the chain is judged by the exception it ends in
         # The exception itself is the first line of the block that is not indented.
         raised = next((line for line in block.splitlines() if line and not line[0].isspace()), block[-300:])
         if not raised.startswith("gradio.exceptions.Error:"):

@@ -25,6 +25,7 @@ from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
 from searchbox.tools.builtins import ToolOutput
+from searchbox.tools.gist import result_gist
 
 ANSWER_FILE = "ANSWER.md"
 _PREVIEW_CHARS = 400
@@ -237,7 +238,8 @@ class AgentLoop:
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text})
         self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
                       duration_ms=round(duration_ms, 1), is_error=output.is_error,
-                      preview=output.text[:_PREVIEW_CHARS], details=output.details)
+                      preview=output.text[:_PREVIEW_CHARS], details=output.details,
+                      gist=result_gist(call.name, output.text, output.details, output.is_error))
 
     # -- compaction, stopping, the answer ------------------------------------------------------
 

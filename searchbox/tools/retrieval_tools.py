@@ -45,12 +45,20 @@ def _hits(ctx: ToolContext, hits: list[Hit]) -> list[dict[str, Any]]:
     return rows
 
 
-def _scope(paths: list[str] | None) -> list[str] | None:
-    return [dataroom_relative(p) for p in paths] if paths else None
+def _scope(ctx: ToolContext, paths: list[str] | None) -> list[str] | None:
+    """The dataroom-relative paths to search in; paths that match no file are refused with the reason
+    (an empty result would look like "nothing relevant" and a small model repeats the call)."""
+    if not paths:
+        return None
+    scope = [dataroom_relative(p) for p in paths]
+    if not ctx.engine.scope(scope):
+        raise ToolArgumentError(f"paths {paths} match no readable file or folder of dataroom/; leave paths out to search "
+                                "everything, or take paths from ls/find results")
+    return scope
 
 
 def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], _scope(args.get("paths")))
+    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], _scope(ctx, args.get("paths")))
     result: dict[str, Any] = {"mode": mode, "results": _hits(ctx, hits)}
     if prefiltered:
         result["note"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
@@ -58,7 +66,7 @@ def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    hits = ctx.engine.keyword_search(args["query"], args["k"], _scope(args.get("paths")))
+    hits = ctx.engine.keyword_search(args["query"], args["k"], _scope(ctx, args.get("paths")))
     return {"mode": "bm25", "results": _hits(ctx, hits)}
 
 

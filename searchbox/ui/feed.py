@@ -120,6 +120,7 @@ class Feed:
             log = "timed out" if details.get("timed_out") else f"exit {details['exit_code']}"
         elif data.get("is_error"):
             log = "error"
+        log = data.get("gist") or log
         parts.append(_fenced(_clip(str(data.get("preview", "")))))
         message["content"] = "\n\n".join(parts)
         title = _tool_title(name, arguments)

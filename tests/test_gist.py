@@ -1,0 +1,32 @@
+"""The one-line gist of a tool result that the terminal and the feed show, and a paths filter that
+matches nothing said as such."""
+
+from __future__ import annotations
+
+import json
+
+from searchbox.tools.gist import result_gist
+from searchbox.tools.retrieval_tools import run_catalog_tool
+
+
+def test_gists_say_what_each_call_found() -> None:
+    hits = {"mode": "dense", "results": [{"id": "s1", "path": "dataroom/a/x.md"}, {"id": "s2", "path": "dataroom/b/y.pdf"},
+                                         {"id": "s3", "path": "dataroom/a/x.md"}]}
+    assert result_gist("search_dataroom", json.dumps(hits, indent=1), None, False) == "3 hits in 2 files: x.md, y.pdf"
+    grep = "dataroom/a.md:3:audit\ndataroom/b.md:9:auditor\ndataroom/b.md:12:audit"
+    assert result_gist("grep", grep, {"matches": 3}, False) == "3 matches in 2 files: a.md, b.md"
+    read = "line one\nline two\n\n[Showing lines 1-2 of 40. Use offset=3 to continue.]"
+    assert result_gist("read", read, {}, False) == "Showing lines 1-2 of 40. Use offset=3 to continue."
+    assert result_gist("bash", "a\nb\n", {"exit_code": 1}, False) == "exit 1, 2 lines of output"
+    assert result_gist("bash", "", {"exit_code": -9, "timed_out": True}, False).startswith("timed out")
+    assert result_gist("embed_texts", '{"path": "v.jsonl", "count": 2, "dim": 384}', None, False) == \
+        "path=v.jsonl, count=2, dim=384"
+    assert result_gist("read", "Error: no such file", None, True) == "Error: no such file"
+    assert len(result_gist("ls", "x" * 500, None, False)) <= 120
+
+
+def test_a_paths_filter_that_matches_nothing_is_refused_with_the_reason(tool_context) -> None:
+    result = run_catalog_tool(tool_context, "keyword_search", {"query": "lease", "paths": ["yours"]})
+    assert "match no readable file or folder" in result["error"] and "leave paths out" in result["error"]
+    scoped = run_catalog_tool(tool_context, "keyword_search", {"query": "lease", "paths": ["dataroom/legal"]})
+    assert [r["path"] for r in scoped["results"]] == ["dataroom/legal/lease.txt"]
