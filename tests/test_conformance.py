@@ -155,6 +155,14 @@ def test_writing_answer_md_counts_as_the_answer_only_where_a_tool_may_be_called(
     assert not outcomes["wrap-up"].right and outcomes["wrap-up"].valid is False
 
 
+def test_a_call_written_as_text_where_no_tools_are_offered_is_no_answer(situations: list[Situation]) -> None:
+    text = '{"name": "write", "arguments": {"path": "ANSWER.md", "content": "31 May 2028"}}'
+    report, _ = run_scripted(situations, {"wrap-up": Reply(text=text)})
+    wrap_up = report.outcomes[-1]
+    assert (wrap_up.probe, wrap_up.right, wrap_up.valid, wrap_up.calls) == ("wrap-up", False, None, [])
+    assert wrap_up.problem.startswith("wrote a call as text: write(")
+
+
 def test_a_model_that_fails_is_an_error_outcome_not_a_crash(situations: list[Situation]) -> None:
     report, _ = run_scripted(situations, {"first-step": Fault.http(400, "bad request")})
     failed = report.outcomes[0]

@@ -16,7 +16,8 @@ from typing import Any
 
 from searchbox.evaluation.probes import Probe, Situation, build_situations
 from searchbox.llm.errors import LLMError
-from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
+from searchbox.llm.parsing import parse_tool_calls
+from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
 from searchbox.settings import Settings
 from searchbox.tools.catalog import ToolArgumentError, validate_arguments
 
@@ -89,13 +90,24 @@ def score(situation: Situation, response: ChatResponse, seconds: float) -> Outco
         else:
             problem = "; ".join(p for p in problems if p)
     else:
-        answered = not calls and bool(response.text.strip())
+        # With no tools on offer (a wrap-up) a call written as text is not parsed as one, yet it is no answer.
+        written = [] if calls else parse_tool_calls(response.text, _all_schemas(situation))[0]
+        answered = not calls and not written and bool(response.text.strip())
         wrote = expect.write_answer and any(_writes_answer(c) and not p for c, p in zip(calls, problems))
         right = answered or wrote
-        problem = "" if right else ("called " + ", ".join(_shown(c) for c in calls) if calls else "empty answer")
+        if right:
+            problem = ""
+        elif calls or written:
+            problem = ("called " if calls else "wrote a call as text: ") + ", ".join(_shown(c) for c in calls or written)
+        else:
+            problem = "empty answer"
     return Outcome(probe.id, expect.call, probe.forced, seconds,
                    [{"name": c.name, "arguments": c.arguments, "raw": c.raw_arguments} for c in calls],
                    response.text, parseable, right, valid, problem)
+
+
+def _all_schemas(situation: Situation) -> list[Tool]:
+    return [spec.openai_schema() for spec in situation.specs.values()]
 
 
 def _call_problem(situation: Situation, call: ToolCall) -> str:
