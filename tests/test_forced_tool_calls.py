@@ -18,11 +18,11 @@ from searchbox.llm import LLMError
 from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.json_actions import grammar_schema
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp
+from searchbox.llm.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.tool_grammar import call_format, call_grammar
 from searchbox.tools.builtins import builtin_schemas
 from searchbox.tools.catalog import load_catalog
 
-QWEN_05B = "packaged:qwen2.5-coder-0.5b"
 N_CTX = 4096
 ALL_TOOLS = builtin_schemas() + [tool.openai_schema() for tool in load_catalog()]
 # A few real tools keep the prompt short: prefill dominates on two CPU cores.
@@ -38,9 +38,9 @@ QWEN3_CODER_TEMPLATE = ("{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n
 @pytest.fixture(scope="module")
 def qwen() -> LlamaCppModel:
     try:
-        path = resolve_gguf(QWEN_05B)
+        path = resolve_gguf(PACKAGED_QWEN_05B)
     except LLMError as exc:
-        pytest.skip(f"{QWEN_05B} is not available here ({exc})")
+        pytest.skip(f"{PACKAGED_QWEN_05B} is not available here ({exc})")
     return load_llamacpp(path, N_CTX)
 
 
