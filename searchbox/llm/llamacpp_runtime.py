@@ -259,6 +259,8 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
         # None keeps llama-cpp-python's default, half the logical CPUs: more threads than free cores
         # make llama.cpp's spinning thread pool collapse (2 busy cores: 2 tokens/s with 2 threads, 28 with 1).
         "n_threads": n_threads,
+        # Prompt evaluation uses every logical CPU unless a count was given (it batches, so it scales).
+        "n_threads_batch": n_threads,
         "verbose": False,
     }
     q8 = llama_cpp.GGML_TYPE_Q8_0
@@ -281,6 +283,7 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
             "flash_attn": extra["flash_attn"],
             "kv_cache": kv_cache,
             "n_threads": llama.context_params.n_threads,
+            "n_threads_batch": llama.context_params.n_threads_batch,
             "fallbacks": errors,
         }
         return llama, features
