@@ -114,7 +114,8 @@ class Settings:
         40, "LLM responses per turn before the turn is ended (unless set, the built-in runtime's model preset fits it)"
     )
     force_tool_steps: int = knob(
-        0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching"
+        0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching "
+        "(unless set, the built-in runtime's model preset fits it: 1 for the packaged models)"
     )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")

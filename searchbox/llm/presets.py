@@ -14,7 +14,7 @@ from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, 
 from searchbox.settings import Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
-LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn")
+LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "force_tool_steps")
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class Preset:
     context_window: int  # a run's context unless CONTEXT_WINDOW is set; the memory figures assume it
     max_output_tokens: int
     max_steps_per_turn: int
+    # Small models left to choose often answer in prose before they have searched (see `conformance`):
+    # their turns start with this many steps that must call a tool.
+    force_tool_steps: int
     note: str
 
     @property
@@ -47,6 +50,7 @@ PRESETS: tuple[Preset, ...] = (
         context_window=131_072,
         max_output_tokens=8192,
         max_steps_per_turn=40,
+        force_tool_steps=0,
         note="production default: MoE with 3B active parameters (only 10 of 40 layers keep a KV cache); XML tool calls",
     ),
     Preset(
@@ -59,6 +63,7 @@ PRESETS: tuple[Preset, ...] = (
         context_window=32_768,
         max_output_tokens=4096,
         max_steps_per_turn=24,
+        force_tool_steps=0,
         note="a small GPU or a fast CPU; no thinking; JSON tool calls in <tool_call>",
     ),
     Preset(
@@ -71,6 +76,7 @@ PRESETS: tuple[Preset, ...] = (
         context_window=16_384,
         max_output_tokens=4096,  # it thinks before it answers
         max_steps_per_turn=16,
+        force_tool_steps=0,
         note="CPU; thinks in <think> before it answers; JSON tool calls in <tool_call>",
     ),
     # The packaged models need no network: the embedded default and its fallbacks (connect.py).
@@ -85,6 +91,7 @@ PRESETS: tuple[Preset, ...] = (
         context_window=16_384,
         max_output_tokens=2048,
         max_steps_per_turn=12,
+        force_tool_steps=1,
         note="embedded default from PyPI packages: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, an instruct model "
              "with Qwen's chat template; JSON tool calls in <tool_call>",
     ),
@@ -98,6 +105,7 @@ PRESETS: tuple[Preset, ...] = (
         context_window=16_384,
         max_output_tokens=1024,
         max_steps_per_turn=12,
+        force_tool_steps=1,
         note="from PyPI packages: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, a tiny instruct model with Qwen's chat "
              "template; JSON tool calls in <tool_call> (expect weak answers)",
     ),
@@ -111,6 +119,7 @@ PRESETS: tuple[Preset, ...] = (
         context_window=8192,
         max_output_tokens=512,
         max_steps_per_turn=8,
+        force_tool_steps=1,
         note="last fallback from a PyPI package: Gemma 3 270M, a base model with no chat template; tool calls "
              "only under a grammar (expect no real answers)",
     ),
