@@ -22,6 +22,7 @@ def test_gists_say_what_each_call_found() -> None:
     assert result_gist("embed_texts", '{"path": "v.jsonl", "count": 2, "dim": 384}', None, False) == \
         "path=v.jsonl, count=2, dim=384"
     assert result_gist("read", "Error: no such file", None, True) == "Error: no such file"
+    assert result_gist("search_dataroom", '{\n "error": "paths [1] match nothing"\n}', None, True) == "paths [1] match nothing"
     assert len(result_gist("ls", "x" * 500, None, False)) <= 120
 
 
