@@ -33,13 +33,16 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _workspace(args: argparse.Namespace) -> Iterator[Workspace]:
-    """The job folder given with --job (reused when it already holds a dataroom), else a temporary one."""
+def _workspace(args: argparse.Namespace, *, retrieval: bool = True) -> Iterator[Workspace]:
+    """The job folder given with --job (reused when it already holds a dataroom), else a temporary one;
+    with `retrieval`, fitted to the retrieval models this machine can load (saying what changed)."""
     from searchbox.retrieval.availability import fit_retrieval
 
-    settings, notes = fit_retrieval(Settings.resolve(**_parse_overrides(args.set)))
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    settings = Settings.resolve(**_parse_overrides(args.set))
+    if retrieval:
+        settings, notes = fit_retrieval(settings)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     if args.job:
         job = Path(args.job)
@@ -105,7 +108,7 @@ def cmd_tool(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with _workspace(args) as workspace:
+    with _workspace(args, retrieval=False) as workspace:
         corpus = workspace.corpus
     statuses = corpus.statuses()
     if args.json:
