@@ -110,7 +110,10 @@ def test_search_watch_chart_citation_jobs_and_explorer() -> None:
             expect(row).to_be_visible(timeout=30_000)
             row.click()
             expect(page.locator("#job-plot-tokens .js-plotly-plot").first).to_be_visible(timeout=30_000)
-            expect(page.locator("#job-answer a.cite").first).to_be_visible(timeout=30_000)
+            job_citation = page.locator("#job-answer a.cite").first
+            expect(job_citation).to_be_visible(timeout=30_000)
+            job_citation.click()  # opens the source in this tab's panel, not the Search tab's
+            expect(page.locator("#job-sources #src-s1")).to_have_attribute("open", "", timeout=10_000)
             expect(page.get_by_role("button", name="Download run bundle").last).to_be_visible(timeout=30_000)
             no_error_badges(page)
             page.screenshot(path=str(shots / "jobs-tab.png"), full_page=True)

@@ -29,7 +29,10 @@ CITATION_JS = """() => {
   document.addEventListener("click", (event) => {
     const link = event.target.closest ? event.target.closest("a.cite") : null;
     if (!link) return;
-    const target = document.getElementById(link.getAttribute("href").slice(1));
+    // The Search and Jobs tabs each have a sources panel with the same ids: open the one in this tab.
+    const id = link.getAttribute("href").slice(1);
+    const tab = link.closest("[role=tabpanel]");
+    const target = (tab && tab.querySelector(`[id="${id}"]`)) || document.getElementById(id);
     if (!target) return;
     event.preventDefault();
     target.open = true;

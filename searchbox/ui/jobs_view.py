@@ -96,7 +96,7 @@ class JobsView:
             cancel_button = gr.Button("Cancel", variant="stop")
             refresh = gr.Button("Refresh")
         self.heading = gr.Markdown("*Open a run to see its answer, sources and dashboard.*")
-        self.panels = RunPanels.build(elem_prefix="job-", sources_open=False)
+        self.panels = RunPanels.build(elem_prefix="job-")
         self.opened = gr.State("")
         self.opened_going = gr.State(False)
 

@@ -84,9 +84,9 @@ class RunPanels:
     plots: dict[str, gr.Plot]
 
     @classmethod
-    def build(cls, *, elem_prefix: str = "", sources_open: bool = True) -> RunPanels:
+    def build(cls, *, elem_prefix: str = "") -> RunPanels:
         answer = gr.Markdown(label="Answer", elem_id=f"{elem_prefix}answer")
-        with gr.Accordion("Sources", open=sources_open):
+        with gr.Accordion("Sources", open=True):
             sources = gr.HTML(elem_id=f"{elem_prefix}sources")
         with gr.Row():
             answer_file = gr.DownloadButton("Download ANSWER.md", value=None, visible=False)
