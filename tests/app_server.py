@@ -110,12 +110,18 @@ def app_process(home: Path, *, as_user: bool = False, **env: str) -> Iterator[tu
                 time.sleep(0.3)
         yield f"http://127.0.0.1:{port}/", proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Ask a server to stop, and kill it when it has not within 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 _CHAINED = ("The above exception was the direct cause", "During handling of the above exception")

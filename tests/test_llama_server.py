@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app_server import free_port, stop_process
 from searchbox.agent.events import Event
 from searchbox.agent.run import run_job
 from searchbox.builtin import BUILTIN_DATAROOM
@@ -38,12 +38,6 @@ ALIAS = "qwen2.5-coder-0.5b"
 # What llama-cpp-python's `server` extra adds (requirements-dev.txt installs it).
 SERVER_MODULES = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 QUESTION = "Read dataroom/03_legal/duluth_lease_abstract.txt and tell me when the lease of the Duluth headquarters expires."
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float = 180.0) -> None:
@@ -67,7 +61,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if missing:
         pytest.skip(f"llama-cpp-python's server extra is not installed (no {', '.join(missing)}): "
                     "pip install -r requirements-dev.txt")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_gguf(MODEL)), "--model_alias", ALIAS,
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
@@ -80,12 +74,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _wait_until_serving(url, process, log)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def test_a_full_run_through_llama_url_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
