@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 
 from searchbox.llm import LLMError
+from searchbox.llm.call_format import call_format, example_call, render_call
 from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.json_actions import grammar_schema
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
-from searchbox.llm.tool_grammar import call_format, call_grammar
+from searchbox.llm.parsing import parse_tool_calls
+from searchbox.llm.tool_grammar import MAX_ITEMS, call_grammar
 from searchbox.tools.builtins import builtin_schemas
 from searchbox.tools.catalog import load_catalog
 
@@ -88,16 +90,18 @@ def test_parameters_named_like_schema_keywords_stay_in_the_grammar() -> None:
 
 def test_required_forces_one_call_in_the_models_format(qwen: LlamaCppModel) -> None:
     assert qwen.call_format == "json" and not qwen.json_actions
-    for _ in range(3):  # a high temperature: the grammar, not the model's habits, makes the call
-        events = list(qwen.stream(MESSAGES, TOOLS, max_tokens=96, temperature=1.2, tool_choice="required"))
+    for _ in range(3):  # sampled, not greedy: the grammar, not the model's habits, makes the call
+        events = list(qwen.stream(MESSAGES, TOOLS, max_tokens=320, temperature=0.8, tool_choice="required"))
         response = events[-1].response
         assert events[-1].kind == "done" and response is not None
         [call] = response.tool_calls
         assert call.name in {t["function"]["name"] for t in TOOLS} and call.parse_error is None
         assert _required(call.name) <= set(call.arguments)
+        # This model repeats file names in search_dataroom's paths: the list ends at the cap, the call closes.
+        assert len(call.arguments.get("paths", [])) <= MAX_ITEMS
         assert [e.tool_call for e in events if e.kind == "tool_call"] == [call]
         assert response.text == "" and response.finish_reason == "tool_calls"
-        assert response.usage.input > 0 and 0 < response.usage.output <= 96
+        assert response.usage.input > 0 and 0 < response.usage.output < 320
         assert response.timings["decode_tokens_per_s"] > 0
 
 
@@ -127,9 +131,26 @@ def test_the_history_shows_the_model_its_calls_as_it_writes_them(qwen: LlamaCppM
                "function": {"name": "search_dataroom", "arguments": '{"query": "auditor FY2025"}'}}]},
                {"role": "tool", "tool_call_id": "call_1", "content": "[s1] audited by Hollis & Grange"}]
     template = qwen._llama.metadata["tokenizer.chat_template"]
-    prompt = Jinja2ChatFormatter(template, eos_token="", bos_token="")(messages=qwen._prepare(history), tools=TOOLS).prompt
-    written = '<tool_call>\n{"name": "search_dataroom", "arguments": {"query": "auditor FY2025"}}\n</tool_call>'
-    assert written in prompt
+    prompt = Jinja2ChatFormatter(template, eos_token="", bos_token="")(messages=qwen._prepare(history, TOOLS), tools=TOOLS).prompt
+    # The call in the history and the example in the system message: both as the model writes calls.
+    assert render_call("json", "search_dataroom", {"query": "auditor FY2025"}) in prompt
+    assert example_call("json", TOOLS) in prompt.split("<|im_start|>user")[0]
+
+
+def test_the_example_call_is_in_the_models_format_and_names_an_offered_search_tool() -> None:
+    grep_only = [t for t in TOOLS if t["function"]["name"] == "grep"]
+    for fmt in ("json", "xml"):
+        [call] = parse_tool_calls(example_call(fmt, TOOLS), TOOLS)[0]
+        assert call.name == "search_dataroom" and call.arguments["query"] and call.parse_error is None
+        [call] = parse_tool_calls(example_call(fmt, grep_only), grep_only)[0]
+        assert call.name == "grep" and set(call.arguments) == {"pattern", "path"}
+    assert example_call("json", [t for t in TOOLS if t["function"]["name"] in ("read", "ls")]) is None
+
+
+def test_the_example_goes_to_the_system_message_only_while_tools_are_offered(qwen: LlamaCppModel) -> None:
+    assert example_call("json", TOOLS) in qwen._prepare(MESSAGES, TOOLS)[0]["content"]
+    assert qwen._prepare(MESSAGES, None)[0]["content"] == MESSAGES[0]["content"]  # the wrap-up offers none
+    assert qwen._prepare(MESSAGES[1:], TOOLS) == MESSAGES[1:]  # no system message: the template's own stays
 
 
 def test_auto_leaves_the_model_free(qwen: LlamaCppModel) -> None:

@@ -9,7 +9,8 @@ flash attention, and a q8_0 KV cache (which needs flash attention); each falls b
 context cannot be created with it. The chat format is the GGUF's own template when it has one; a
 template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions). A
 forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
-one call in the template's own format (see tool_grammar).
+one call in the template's own format (see tool_grammar). While tools are on offer, a template
+model's system message ends with an example call in that format (see call_format).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from searchbox.llm.assemble import ResponseBuilder
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
 from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.tool_grammar import call_format, call_grammar
+from searchbox.llm.call_format import call_format, example_call
+from searchbox.llm.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
 PLAIN_FORMAT = "chatml"
@@ -76,6 +78,7 @@ class LlamaCppModel(ChatModel):
         self.features["chat_format"] = self.chat_format
         self._starts_in_reasoning = _template_opens_think(self._llama)
         self.call_format = call_format(self._llama.metadata.get("tokenizer.chat_template", ""))
+        self.example_calls = True  # bench/tool_calls.py turns it off to measure what it brings
         _live.add(self)
 
     @property
@@ -109,7 +112,7 @@ class LlamaCppModel(ChatModel):
                               response_format={"type": "json_object",
                                                "schema": json_actions.action_schema(offered, allow_answer)})
             else:
-                kwargs["messages"] = self._prepare(messages)
+                kwargs["messages"] = self._prepare(messages, tools)
                 if tools:
                     kwargs["tools"] = tools  # all of them even when one is forced: the prompt (and its cache) stays put
                     if tool_choice not in ("auto", "none"):
@@ -163,10 +166,11 @@ class LlamaCppModel(ChatModel):
                 if model is self:
                     del _registry[key]
 
-    def _prepare(self, messages: list[Message]) -> list[Message]:
-        """Messages as the chat template can render them."""
+    def _prepare(self, messages: list[Message], tools: list[Tool] | None) -> list[Message]:
+        """Messages as the chat template can render them, the system message with an example call."""
+        example = example_call(self.call_format, tools) if tools and self.example_calls else None
         prepared = []
-        for message in messages:
+        for position, message in enumerate(messages):
             # Templates test `'tool_calls' in message` and read `message.content` strictly.
             message = {k: v for k, v in message.items() if v is not None}
             if message.get("tool_calls"):
@@ -174,6 +178,8 @@ class LlamaCppModel(ChatModel):
             else:
                 message.pop("tool_calls", None)
             message.setdefault("content", "")
+            if example and position == 0 and message.get("role") == "system":
+                message["content"] = f"{message['content']}\n\n{example}"
             prepared.append(message)
         return prepared
 

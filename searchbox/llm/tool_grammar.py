@@ -1,14 +1,9 @@
 """Grammars that hold a forced response of a chat-template model to one valid tool call, written in
-the model's own call format.
+the model's own call format (call_format.py).
 
 llama-cpp-python's template path ignores tool_choice="required", and for a named tool it makes the
 model write bare argument JSON outside its format. Here the call is written the way the template
-renders calls in the history, so the next prompt shows the model its own format back:
-
-- "json" (Qwen2.5, Qwen3, Hermes; the fallback):
-  `<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>`
-- "xml" (Qwen3.6, Qwen3-Coder):
-  `<tool_call>\\n<function=NAME>\\n<parameter=K>\\nvalue\\n</parameter>\\n</function>\\n</tool_call>`
+renders calls in the history, so the next prompt shows the model its own format back.
 
 Names are limited to the offered tools and arguments follow each tool's parameter schema, less the
 limits grammars unroll into huge rules (the toolbox still validates and clamps them). The result
@@ -18,23 +13,21 @@ is GBNF text for `llama_cpp.LlamaGrammar.from_string`; parsing.py reads the call
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
+from searchbox.llm.call_format import CallFormat
 from searchbox.llm.json_actions import grammar_schema
 from searchbox.llm.types import Tool
 
-CallFormat = Literal["json", "xml"]
-
+# Items a forced call may put in one list. Small models under a grammar can repeat list items until
+# the output cap (Qwen2.5-Coder 0.5B filled search_dataroom's paths with one file name over and over);
+# this ends such a loop after a few hundred tokens. Longer lists need an unforced step.
+MAX_ITEMS = 16
 # XML values are raw text up to "\n</parameter>": any text with no "</" in it.
 _XML_TEXT = '( [^<] | "<" [^/] )*'
 # A template that opens <think> in the prompt leaves the model inside its reasoning: it may finish
 # that before the call (Qwen3.6), so the grammar lets it close the block first.
 _REASONING = '( [^<] | "<" [^/] )* "</think>" [ \\n]*'
-
-
-def call_format(template: str) -> CallFormat:
-    """The call format a chat template teaches: Qwen3.6 / Qwen3-Coder's XML, else JSON in tags."""
-    return "xml" if "<function=" in template else "json"
 
 
 def call_grammar(tools: list[Tool], fmt: CallFormat, *, in_reasoning: bool = False) -> str:
@@ -66,9 +59,21 @@ def _json_call_schema(tool: Tool) -> dict[str, Any]:
 
 
 def _parameters(function: dict[str, Any]) -> dict[str, Any]:
-    schema = grammar_schema(function.get("parameters") or {})
+    schema = _capped(grammar_schema(function.get("parameters") or {}))
     # No properties at all means "no arguments": the empty object, not any object.
     return schema if schema.get("properties") else {"type": "object", "properties": {}}
+
+
+def _capped(schema: Any) -> Any:
+    """The schema with every list limited to MAX_ITEMS items."""
+    if isinstance(schema, list):
+        return [_capped(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    capped = {key: _capped(value) for key, value in schema.items()}
+    if capped.get("type") == "array" and "items" in capped:
+        capped["maxItems"] = MAX_ITEMS
+    return capped
 
 
 def _xml_function(converter: Any, tool: Tool) -> str:
