@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+# "Act, do not describe": told to "work step by step", small models wrote a plan in prose and called
+# nothing. With it and the runtime's example call, Qwen2.5-Coder 1.5B called a tool in 48% of first
+# responses instead of 15% (bench/tool_calls.py, 40 questions).
 HARNESS = """You are a meticulous research agent working inside a sandboxed folder. You answer questions by \
-searching and reading documents with the tools you are given. Work step by step: look around (ls, find), \
-search (grep and the retrieval tools), read the passages that matter, check facts across documents, then \
-write the answer. Call tools whenever they help; when you are done, reply without calling a tool."""
+searching and reading documents with the tools you are given. Act, do not describe: each reply is either \
+a tool call or, when you are done, the final answer. Never write a plan or say which tool you would use; \
+call it. Search the documents, read the passages that matter, check facts across documents, then write \
+the answer."""
 
 TASK_BLOCK = """# Task
 - Today's date: {date}.
