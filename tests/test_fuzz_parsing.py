@@ -28,7 +28,7 @@ TALLY = FuzzTally()
 
 # Everything that switches the parsers into markup mode; "plain" text must contain none of it.
 MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<function=", "</function>",
-           "<parameter=", "</parameter>", "<tools>", "</tools>", "```")
+           "<parameter=", "</parameter>", "<tools>", "</tools>", "<tool_response>", "</tool_response>", "```")
 # Fragments that steer random text into the parsers' interesting paths.
 FRAGMENTS = (*MARKERS, "<function=read>", "<parameter=path>", "```json\n", "{", "}", "[", "]", "\"", "'", ":",
              ",", "\\", "\n", " ", "name", "arguments", "parameters", "function", "tool", "answer", "True", "None",

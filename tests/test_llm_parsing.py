@@ -147,9 +147,12 @@ def test_untagged_calls_need_tools_on_offer() -> None:
         ("<tools>\nfind, read, grep", "", []),  # cut off before it closed
         ('<tools></tools>\n<tool_call>\n{"name": "find", "arguments": {}}\n</tool_call>', "", ["find"]),
         ("The auditor is Hollis & Grange LLP [s2].\n<tools></tools>", "The auditor is Hollis & Grange LLP [s2].", []),
+        # The 0.5B's final message in a run: a tool result it repeated, which became ANSWER.md.
+        ("<tool_response>\nFile not found: dataroom/initial_term.pdf\n</tool_response>", "", []),
+        ("Three years [s1].<tool_response>\n[s1] The initial term is three (3) years", "Three years [s1].", []),
     ],
 )
-def test_an_echoed_tools_block_is_neither_a_call_nor_answer_text(text: str, answer: str, names: list[str]) -> None:
+def test_echoed_template_markup_is_neither_a_call_nor_answer_text(text: str, answer: str, names: list[str]) -> None:
     parsed = parse_assistant_text(text, OFFERED)
     assert parsed.text == answer and [c.name for c in parsed.tool_calls] == names
     assert _live([text[:9], text[9:]])[0].strip() == answer

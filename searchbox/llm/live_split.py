@@ -12,9 +12,11 @@ from typing import Literal
 
 Piece = tuple[Literal["text", "reasoning"], str]
 
-# "<tools>": small models echo the template's tool list; parsing drops it, so it is never shown.
-_OPENERS = {"<think>": "think", "<tool_call>": "call", "<function=": "function", "<tools>": "tools", "</think>": "text"}
-_CLOSERS = {"think": "</think>", "call": "</tool_call>", "function": "</function>", "tools": "</tools>"}
+# "<tools>", "<tool_response>": template markup small models echo; parsing drops it, so it is never shown.
+_OPENERS = {"<think>": "think", "<tool_call>": "call", "<function=": "function", "<tools>": "tools",
+            "<tool_response>": "response", "</think>": "text"}
+_CLOSERS = {"think": "</think>", "call": "</tool_call>", "function": "</function>", "tools": "</tools>",
+            "response": "</tool_response>"}
 
 
 class LiveSplitter:
@@ -51,7 +53,7 @@ class LiveSplitter:
     def flush(self) -> list[Piece]:
         """What was held back, at the end of the stream (an unfinished tool call stays hidden)."""
         text, self._pending = self._pending, ""
-        if not text or self._state in ("call", "function", "tools"):
+        if not text or self._state in ("call", "function", "tools", "response"):
             return []
         return [("reasoning" if self._state == "think" else "text", text)]
 

@@ -10,8 +10,9 @@ message and in any order:
   the whole message, only when no tagged call is present and only when each name is an offered
   tool: small models write these, and prose that merely shows JSON must not become a call.
 
-An echoed `<tools>...</tools>` block (small models repeat the template's tool list) is dropped: it
-is neither a call nor answer text. Broken JSON is repaired where possible; what cannot be repaired
+Template markup a small model echoes is dropped: a `<tools>...</tools>` block (the template's tool
+list) or a `<tool_response>...</tool_response>` block (a tool result it made up or repeated) is
+neither a call nor answer text. Broken JSON is repaired where possible; what cannot be repaired
 becomes a `ToolCall` with a `parse_error`, never an exception. Unknown tool names in tagged calls
 are left for the loop to answer.
 """
@@ -37,7 +38,7 @@ _MARKUP = re.compile(
 _FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
 _FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
-_TOOLS_ECHO = re.compile(r"<tools>.*?(?:</tools>|\Z)", re.S)
+_ECHOES = re.compile(r"<(tools|tool_response)>.*?(?:</\1>|\Z)", re.S)
 _STRAY_TAGS = re.compile(r"</?tool_call>|</function>|</parameter>")
 _NAME = re.compile(r"""["']?name["']?\s*:\s*["']([^"']+)["']""")
 
@@ -88,7 +89,7 @@ def parse_tool_calls(text: str, tools: list[Tool] | None = None) -> tuple[list[T
             calls.append(_xml_call(match.group("fn"), match.group("fn_body"), tools))
         return ""
 
-    rest = _MARKUP.sub(take, _TOOLS_ECHO.sub("", text))
+    rest = _MARKUP.sub(take, _ECHOES.sub("", text))
     offered = _offered_names(tools)
     if not calls:
         rest = _FENCE.sub(lambda m: _fenced_calls(m, calls, offered), rest)
