@@ -9,7 +9,7 @@ import json
 import sys
 from typing import TextIO
 
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 
 _ARG_CHARS = 90
 

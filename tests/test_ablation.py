@@ -18,7 +18,7 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
-from searchbox.agent.events import Event, Listener
+from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.evaluation.ablation import run_sweep, select_questions, summarize
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,

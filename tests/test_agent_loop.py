@@ -16,7 +16,7 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job

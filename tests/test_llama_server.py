@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from app_server import free_port, stop_process
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.agent.run import run_job
 from searchbox.builtin import BUILTIN_DATAROOM
 from searchbox.jobs.job import create_job

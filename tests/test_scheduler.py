@@ -24,7 +24,7 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
-from searchbox.agent.events import Event, Listener
+from searchbox.records.events import Event, Listener
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import question_of
 from searchbox.jobs.scheduler import RunFn, Scheduler

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -223,7 +223,7 @@ def test_a_replay_from_events_jsonl_shows_tools_and_answers(scripted_run: tuple[
 
 
 def test_a_resumption_reads_the_same_live_and_replayed_from_events_jsonl(tmp_path: Path) -> None:
-    from searchbox.agent.events import EventBus
+    from searchbox.records.events import EventBus
     from searchbox.ui.dashboard import Dashboard
 
     live_feed, live_dashboard = Feed(QUESTION), Dashboard(context_window=131072)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
-from searchbox.agent.events import EventBus
+from searchbox.records.events import EventBus
 from searchbox.agent.prompts import CONTINUE, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.agent.control import RunControl
-from searchbox.agent.events import EventBus, Listener
+from searchbox.records.events import EventBus, Listener
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.jobs.job import question_of

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from searchbox.agent.control import RunControl, StopRequest
-from searchbox.agent.events import Event, Listener
+from searchbox.records.events import Event, Listener
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.settings import Settings
 

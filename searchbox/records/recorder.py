@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.records.citations import check_citations
 from searchbox.records.files import append_jsonl, read_json, write_json
 from searchbox.records.stats import RunStats

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.records.stats import RunStats
 from searchbox.ui import charts

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.agent.prompts import CONTINUE
 
 Message = dict[str, Any]

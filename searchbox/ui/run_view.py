@@ -19,7 +19,7 @@ from typing import Any
 
 import gradio as gr
 
-from searchbox.agent.events import Event
+from searchbox.records.events import Event
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from searchbox.agent.control import RunControl
-from searchbox.agent.events import Listener
+from searchbox.records.events import Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.jobs.scheduler import RunFn, Scheduler
 from searchbox.jobs.store import JobRecord, JobStore
