@@ -15,6 +15,11 @@ from searchbox.tools.retrieval_tools import ToolContext
 from searchbox.tools.sources import SourceLedger
 
 
+def question_of(job_dir: Path) -> str:
+    """The question jobs.job.create_job wrote; here, below the agent, so a run can read its own job."""
+    return (job_dir / "query.txt").read_text(encoding="utf-8").strip()
+
+
 @dataclass
 class Workspace:
     job_dir: Path

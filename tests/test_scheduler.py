@@ -26,12 +26,12 @@ from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, Listener
 from searchbox.agent.run import run_job
-from searchbox.jobs.job import question_of
 from searchbox.jobs.scheduler import RunFn, Scheduler
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
+from searchbox.workspace import question_of
 
 WAIT_S = 30.0  # generous: a loaded 2-core machine must never fail a test by being slow
 # A crash in the worker (or a test thread) must fail the test, not pass with a warning.

@@ -10,14 +10,13 @@ from searchbox.agent.control import RunControl
 from searchbox.records.events import EventBus, Listener
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
-from searchbox.jobs.job import question_of
 from searchbox.llm.types import ChatModel
 from searchbox.records.files import write_json
 from searchbox.records.recorder import RunRecorder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import airgap_level, dataroom_mount_readonly, filesystem_level
-from searchbox.workspace import Workspace
+from searchbox.workspace import Workspace, question_of
 
 
 def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:

@@ -45,10 +45,6 @@ def _keep_input(source: Path, target: Path) -> None:
                 archive.write(path, path.relative_to(source).as_posix())
 
 
-def question_of(job_dir: Path) -> str:
-    return (job_dir / "query.txt").read_text(encoding="utf-8").strip()
-
-
 def stop_reason_of(job_dir: Path) -> str | None:
     meta = read_json(job_dir / "run_meta.json", {}) or {}
     return meta.get("stop_reason")
