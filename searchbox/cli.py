@@ -16,7 +16,7 @@ from pathlib import Path
 
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.retrieval.models import ModelLoadError
+from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs
 from searchbox.tools.retrieval_tools import run_catalog_tool
 from searchbox.workspace import Workspace

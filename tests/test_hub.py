@@ -16,7 +16,7 @@ from searchbox import hub
 from searchbox.llm.errors import GGUFUnavailable
 from searchbox.llm.gguf import resolve_gguf
 from searchbox.retrieval.model_paths import resolve_model_dir
-from searchbox.retrieval.models import ModelLoadError
+from searchbox.retrieval.interfaces import ModelLoadError
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ from fake_jina_server import FakeJinaServer, fake_embedding
 
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
-from searchbox.retrieval.models import ModelLoadError, embedding_cache_name, load_embedder, load_reranker
+from searchbox.retrieval.interfaces import ModelLoadError
+from searchbox.retrieval.models import embedding_cache_name, load_embedder, load_reranker
 from searchbox.settings import Settings
 
 KEY = "jina_test_0123456789abcdef"

@@ -19,15 +19,8 @@ import pytest
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.model_paths import hub_repo_for, is_static_model, resolve_model_dir
-from searchbox.retrieval.models import (
-    CosineReranker,
-    Embedder,
-    LoadReport,
-    ModelLoadError,
-    embedding_cache_name,
-    load_embedder,
-    load_reranker,
-)
+from searchbox.retrieval.interfaces import Embedder, LoadReport, ModelLoadError
+from searchbox.retrieval.models import CosineReranker, embedding_cache_name, load_embedder, load_reranker
 from searchbox.settings import Settings
 
 QUERY = "How much did revenue grow last year?"

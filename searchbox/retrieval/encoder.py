@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from searchbox.retrieval.cache import EmbeddingCache
-from searchbox.retrieval.models import Embedder, LoadReport, Role
+from searchbox.retrieval.interfaces import Embedder, LoadReport, Role
 
 
 @dataclass

@@ -18,7 +18,8 @@ from searchbox.dataroom.corpus import Corpus
 from searchbox.retrieval.bm25 import BM25Index
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
-from searchbox.retrieval.models import LoadReport, Reranker, embedding_cache_name, load_embedder, load_reranker
+from searchbox.retrieval.interfaces import LoadReport, Reranker
+from searchbox.retrieval.models import embedding_cache_name, load_embedder, load_reranker
 from searchbox.settings import Settings
 
 _RRF_K = 60  # the usual reciprocal-rank-fusion constant

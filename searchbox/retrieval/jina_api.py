@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from searchbox.retrieval.models import ModelLoadError, Role, normalize_rows
+from searchbox.retrieval.interfaces import ModelLoadError, Role, normalize_rows
 
 _TASKS: dict[Role, str] = {"query": "retrieval.query", "passage": "retrieval.passage"}
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}

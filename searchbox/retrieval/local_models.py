@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from searchbox.retrieval.model_paths import resolve_model_dir, is_static_model
-from searchbox.retrieval.models import LoadReport, ModelLoadError, Role, normalize_rows
+from searchbox.retrieval.interfaces import LoadReport, ModelLoadError, Role, normalize_rows
 from searchbox.settings import Settings
 
 # Prompt names models use for each role, in the order we try them.

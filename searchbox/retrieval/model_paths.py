@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from searchbox.hub import hub_unavailable_reason
-from searchbox.retrieval.models import ModelLoadError
+from searchbox.retrieval.interfaces import ModelLoadError
 
 
 def _packaged_minilm() -> Path:

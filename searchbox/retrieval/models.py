@@ -1,7 +1,4 @@
-"""The two model interfaces retrieval needs, and the factory that builds them from settings.
-
-An `Embedder` turns texts into L2-normalized float32 rows for a role ("query" or "passage").
-A `Reranker` scores documents against a query (higher is more relevant). Backends live in
+"""The factory that builds retrieval's models (interfaces.py) from settings. Backends live in
 `local_models` (transformers / sentence-transformers / model2vec) and `jina_api` (HTTP).
 Heavy libraries are imported only when a model is actually loaded, and a local model once loaded is
 kept for the next run of the same process (a sweep or the app would otherwise reload it every run).
@@ -12,59 +9,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
+from searchbox.retrieval.interfaces import Embedder, LoadReport, Reranker, Role
 from searchbox.settings import Settings
-
-Role = Literal["query", "passage"]
-ROLES: tuple[Role, ...] = ("query", "passage")
-
-
-class ModelLoadError(RuntimeError):
-    """A model could not be loaded or called; the message says what to change."""
-
-
-class Embedder(Protocol):
-    name: str  # identifies the vectors: part of every cache key
-
-    def embed(self, texts: list[str], role: Role) -> np.ndarray: ...
-
-
-class Reranker(Protocol):
-    name: str
-
-    def score(self, query: str, documents: list[str]) -> list[float]: ...
-
-
-@dataclass
-class LoadReport:
-    """Where a model ended up and why; recorded in the run record."""
-
-    model: str
-    backend: str
-    requested_device: str
-    device: str
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "model": self.model,
-            "backend": self.backend,
-            "requested_device": self.requested_device,
-            "device": self.device,
-            "notes": list(self.notes),
-        }
-
-
-def normalize_rows(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim == 1:
-        vectors = vectors[None, :]
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
 
 
 def embedding_cache_name(settings: Settings) -> str:

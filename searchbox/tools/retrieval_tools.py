@@ -15,7 +15,7 @@ from typing import Any
 
 from searchbox.retrieval import primitives
 from searchbox.retrieval.engine import Hit, RetrievalEngine
-from searchbox.retrieval.models import ModelLoadError
+from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.tools.catalog import ToolArgumentError, catalog_by_name, validate_arguments
 from searchbox.tools.paths import DATAROOM_DIR, confine_write, dataroom_relative
 from searchbox.tools.sources import SourceLedger
