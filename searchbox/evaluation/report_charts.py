@@ -17,8 +17,8 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from searchbox.charts import HEIGHT, empty_figure, layout
 from searchbox.evaluation.questions import QUESTION_TYPES
-from searchbox.ui.charts import HEIGHT, empty_figure, layout
 
 # A verdict as a number, so a mean is an accuracy that gives half credit for a partial answer.
 _ACCURACY_AXIS = "accuracy (correct 1, partial ½)"

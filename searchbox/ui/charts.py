@@ -10,7 +10,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-HEIGHT = 280
+from searchbox.charts import HEIGHT, empty_figure, layout
+
 _TOOL_COLOR = "#1e88e5"
 _BASH_COLOR = "#fb8c00"
 
@@ -115,21 +116,4 @@ def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None =
             figure.add_trace(go.Indicator(
                 mode="number", value=rate, number={"valueformat": ",.1f"}, title={"text": label},
                 domain={"x": [0.62, 1], "y": [0.55, 1] if row == 0 else [0, 0.45]}))
-    return layout(figure, title)
-
-
-def layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
-    figure.update_layout(title={"text": title, "x": 0.02, "font": {"size": 15}}, height=height,
-                         margin={"l": 50, "r": 20, "t": 45, "b": 40},
-                         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1})
-    return figure
-
-
-def empty_figure(title: str, text: str = "no data yet") -> go.Figure:
-    """A titled figure that says there is nothing to draw (shared with the evaluation reports)."""
-    figure = go.Figure()
-    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
-                          font={"size": 14, "color": "#9e9e9e"})
-    figure.update_xaxes(visible=False)
-    figure.update_yaxes(visible=False)
     return layout(figure, title)
