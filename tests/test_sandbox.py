@@ -55,8 +55,9 @@ def test_output_and_exit_code(work: Path) -> None:
 
 
 def test_long_output_keeps_the_tail_and_spills_everything(work: Path) -> None:
-    spill = work / ".searchbox" / "spill.log"
-    result = run("yes 'some text' | head -n 500000", work, spill_path=spill)  # 5 MB
+    result = run("yes 'some text' | head -n 500000", work, spill=True)  # 5 MB
+    spill = work / ".searchbox" / "bash-1.log"
+    assert result.spill_file == ".searchbox/bash-1.log"
     assert result.exit_code == 0 and result.total_lines == 500_000
     assert len(result.output.encode()) <= CAP and result.output.endswith("some text\n")
     assert result.truncated_bytes == 500_000 * 10 - CAP
@@ -133,9 +134,9 @@ def test_no_network(work: Path) -> None:
 
 def test_file_size_limit_stops_a_huge_write(work: Path) -> None:
     limit = 1024 * 1024
-    spill = work / ".searchbox" / "spill.log"
     result = run("yes | head -c 3000000; head -c 5000000 /dev/zero > big.bin; echo status=$?", work,
-                 spill_path=spill, config=SandboxConfig(file_size_bytes=limit))
+                 spill=True, config=SandboxConfig(file_size_bytes=limit))
+    spill = work / ".searchbox" / "bash-1.log"
     assert (work / "big.bin").stat().st_size == limit
     assert "status=153" in result.output  # 128 + SIGXFSZ
     assert spill.stat().st_size == limit  # the spill file obeys the same limit

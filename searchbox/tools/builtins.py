@@ -14,7 +14,6 @@ import difflib
 import functools
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,9 +31,8 @@ from searchbox.tools.paths import (
     confine,
     confine_write,
     relative_to_work,
-    scratch_dir,
 )
-from searchbox.tools.sandbox import SandboxConfig, run_sandboxed
+from searchbox.tools.sandbox import PlumbingError, SandboxConfig, SandboxUnavailable, discard_spill, run_sandboxed
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import (
     MAX_BYTES,
@@ -179,17 +177,19 @@ def _read_note(cut: Truncation, first: int, last: int, total: int) -> str:
 def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     command = args["command"]
     timeout = min(args.get("timeout") or ctx.sandbox.default_timeout, ctx.sandbox.max_timeout)
-    spill = _spill_path(ctx.work_dir)
-    # Twice the shown size is kept, so the tail cut below always falls on whole lines.
-    result = run_sandboxed(command, ctx.work_dir, timeout, output_cap_bytes=2 * MAX_BYTES, spill_path=spill,
-                           config=ctx.sandbox)
+    try:
+        # Twice the shown size is kept, so the tail cut below always falls on whole lines.
+        result = run_sandboxed(command, ctx.work_dir, timeout, output_cap_bytes=2 * MAX_BYTES, spill=True,
+                               config=ctx.sandbox)
+    except (SandboxUnavailable, PlumbingError) as exc:
+        return ToolOutput(f"bash cannot run: {exc}", is_error=True, details={"command": command, "refused": str(exc)})
     cut = truncate_tail(result.output)
     text = cut.text.rstrip("\n")
     spilled = cut.truncated or result.truncated_bytes > 0
-    if spilled:
-        text += "\n\n" + _bash_note(cut, result.total_lines, relative_to_work(ctx.work_dir, spill))
-    else:
-        spill.unlink(missing_ok=True)
+    if spilled and result.spill_file:
+        text += "\n\n" + _bash_note(cut, result.total_lines, result.spill_file)
+    elif result.spill_file:
+        discard_spill(ctx.work_dir, result.spill_file)
     status = ""
     if result.timed_out:
         status = f"Command timed out after {timeout:g} seconds"
@@ -197,8 +197,15 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         status = f"Command stopped: it used more than {ctx.sandbox.disk_bytes // 2**20} MB of disk"
     elif result.exit_code:
         status = f"Command exited with code {result.exit_code}"
-    if status:
-        text = f"{text}\n\n{status}" if text else status
+    notes = [*result.repairs]
+    if result.removed:
+        shown = ", ".join(result.removed[:5]) + (f" and {len(result.removed) - 5} more" if len(result.removed) > 5 else "")
+        notes.append(f"the job's working folder may hold {ctx.sandbox.job_disk_bytes // 2**20} MB and "
+                     f"{ctx.sandbox.job_inodes:,} files beyond the dataroom: removed what this command wrote past "
+                     f"that ({shown})")
+    for line in [status, *(f"[{note}]" for note in notes)]:
+        if line:
+            text = f"{text}\n\n{line}" if text else line
     details = {
         "command": command,
         "exit_code": result.exit_code,
@@ -206,17 +213,14 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         "disk_exceeded": result.disk_exceeded,
         "programs": programs_in(command),
         "airgap": result.airgap,
-        "spill_file": relative_to_work(ctx.work_dir, spill) if spilled else None,
+        "sandbox": result.level,
+        "spill_file": result.spill_file if spilled else None,
         "truncated": spilled,
+        "removed_past_budget": result.removed,
+        "repairs": result.repairs,
+        "peak_memory_bytes": result.peak_memory_bytes,
     }
-    return ToolOutput(text or "(no output)", is_error=bool(status), details=details)
-
-
-def _spill_path(work_dir: Path) -> Path:
-    folder = scratch_dir(work_dir)
-    taken = [int(m.group(1)) for p in folder.glob("bash-*.log") if (m := re.fullmatch(r"bash-(\d+)\.log", p.name))]
-    # confine: the agent may have replaced .searchbox with a link to somewhere else
-    return confine_write(work_dir, f"{SCRATCH_DIR}/bash-{max(taken, default=0) + 1}.log")
+    return ToolOutput(text or "(no output)", is_error=bool(status or result.removed), details=details)
 
 
 def _bash_note(cut: Truncation, total_lines: int, spill: str) -> str:

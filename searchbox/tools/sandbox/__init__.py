@@ -1,0 +1,41 @@
+"""The sandbox the `bash` tool runs in (SPEC 5), at the confinement level BASH_SANDBOX picks (levels.py):
+namespaces, Landlock + seccomp, or (for an operator only) none. Whatever the level: a timeout after which
+everything the command started is killed, capped output, an environment stripped of secrets, memory and
+process limits for the whole command where a cgroup allows (else per process), and the job's disk and
+inode budget enforced after every command."""
+
+from __future__ import annotations
+
+import os
+
+from searchbox.tools.sandbox import unconfined
+from searchbox.tools.sandbox.levels import CHOICES, Level, choose
+from searchbox.tools.sandbox.plumbing import PlumbingError, open_scratch
+from searchbox.tools.sandbox.runner import (
+    SandboxConfig,
+    SandboxResult,
+    SandboxUnavailable,
+    discard_spill,
+    run_sandboxed,
+    sandbox_env,
+)
+
+__all__ = ["CHOICES", "Level", "PlumbingError", "SandboxConfig", "SandboxResult", "SandboxUnavailable", "airgap_level",
+           "choose", "dataroom_mount_readonly", "discard_spill", "filesystem_level", "open_scratch", "run_sandboxed", "sandbox_env"]
+
+
+def airgap_level(requested: str = "auto") -> str:
+    return choose(requested).airgap
+
+
+def filesystem_level(requested: str = "auto") -> str:
+    return choose(requested).filesystem
+
+
+def dataroom_mount_readonly(requested: str = "auto") -> bool:
+    """Whether bash cannot write in the dataroom, root or not (root ignores file modes unless it has
+    dropped its capabilities, as both confining levels do)."""
+    level = choose(requested)
+    if level.name == "off":
+        return bool(unconfined.readonly_mount()) or os.geteuid() != 0
+    return True  # the confining levels take root's powers away; with none, bash does not run
