@@ -8,7 +8,6 @@ table answer while a run streams.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import sys

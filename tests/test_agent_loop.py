@@ -215,7 +215,6 @@ def test_pause_then_resume_continues_from_the_session(job, tmp_path: Path) -> No
         if event.type == "tool_end":
             control.request("paused")
 
-    events: list[Event] = [pause_after_first_tool]  # type: ignore[list-item]
     script = [Reply(tool_calls=[call("ls")]), Reply(tool_calls=[call("grep", pattern="Harbour")]), Reply(text="Ends 31 March 2029.")]
     with ScriptedEndpoint(script) as endpoint:
         job_dir, source = job

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from searchbox.llm.assemble import ResponseBuilder
 from searchbox.llm.json_actions import parse_action
 from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.live_split import LiveSplitter
 from searchbox.llm.parsing import parse_arguments, parse_assistant_text
 from searchbox.llm.types import ChatResponse, StreamEvent, ToolCall, Usage
 

@@ -8,7 +8,6 @@ Run with `pytest -s tests/test_fuzz_tool_args.py` to see the RELIABILITY tally l
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest

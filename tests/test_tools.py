@@ -60,7 +60,7 @@ def test_embed_texts_appends_vectors_inside_work(tool_context: ToolContext, smal
     assert result["path"] == "vec/out.jsonl" and result["count"] == 2 and result["dim"] == 384
     run_catalog_tool(tool_context, "embed_texts", {"texts": ["gamma"], "out": "vec/out.jsonl", "role": "query"})
     lines = [json.loads(line) for line in (small_work / "vec/out.jsonl").read_text().splitlines()]
-    assert [l["text"] for l in lines] == ["alpha", "beta", "gamma"] and lines[2]["role"] == "query"
+    assert [row["text"] for row in lines] == ["alpha", "beta", "gamma"] and lines[2]["role"] == "query"
     assert len(lines[0]["vector"]) == 384
 
 
