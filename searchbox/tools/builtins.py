@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import difflib
 import functools
-import json
 import os
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from searchbox.dataroom.extract import EXTRACTORS, extract_file, extract_json, extract_table, extract_text
 from searchbox.tools.bash_programs import programs_in
@@ -30,8 +29,10 @@ from searchbox.tools.paths import (
     SCRATCH_DIR,
     confine,
     confine_write,
+    open_regular,
     relative_to_work,
 )
+from searchbox.tools.rg_events import rg_events
 from searchbox.tools.sandbox import PlumbingError, SandboxConfig, SandboxUnavailable, discard_spill, run_sandboxed
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import (
@@ -50,6 +51,11 @@ LIMIT_NOTE = f"{MAX_LINES} lines or {MAX_BYTES // 1024}KB, whichever comes first
 # Formats that are plain text on disk are read as they are; the others through their extractor.
 _PLAIN_EXTRACTORS = (extract_text, extract_json, extract_table)
 _SNIFF_BYTES = 8192
+_BLOCK_BYTES = 1 << 20
+# Bytes kept of one line: just past the byte limit, so the truncation still says the line was cut.
+_LINE_BYTES = MAX_BYTES + 1
+# edit holds a file several times over (text, the changed copy, the diff); notes and answers are far smaller.
+EDIT_MAX_BYTES = 8 * 2**20
 
 
 @dataclass
@@ -98,20 +104,18 @@ def read(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     target = _existing(ctx, path, "File")
     if target.is_dir():
         raise ToolArgumentError(f"'{path}' is a directory; use ls to list it")
-    if not target.is_file():  # a FIFO or device made with bash would block the read forever
-        raise ToolArgumentError(f"'{path}' is not a regular file")
     rel = relative_to_work(ctx.work_dir, target)
-    extracted = _is_document(rel)
-    if extracted:
-        lines, total = _select(_document_lines(ctx, rel), offset, limit)
-    else:
-        with target.open("rb") as handle:
+    with open(open_regular(target, rel), "rb") as handle:  # a FIFO or device would block or never end
+        extracted = _is_document(rel)
+        if extracted:
+            lines, total = _select(_document_lines(ctx, rel), offset, limit)
+        else:
             if b"\x00" in handle.read(_SNIFF_BYTES):
                 raise ToolArgumentError(
                     f"'{rel}' is a binary file; inspect it with bash (e.g. `file`, `strings`, `xxd | head`)"
                 )
-        with target.open(encoding="utf-8-sig", errors="replace") as handle:
-            lines, total = _select(handle, offset, limit)
+            handle.seek(0)
+            lines, total = _text_lines(handle, offset, limit)
     if total == 0:
         empty = ": no text could be extracted" if extracted else ""
         return ToolOutput(f"[{rel} is empty{empty}]", details={"path": rel})
@@ -144,18 +148,59 @@ def _document_lines(ctx: BuiltinContext, rel: str) -> list[str]:
 
 
 def _select(lines: Iterable[str], offset: int, limit: int | None) -> tuple[list[str], int]:
-    """Lines offset..offset+limit-1 (1-based), gathered only up to just past the truncation limits so
-    a huge file is never held in memory; and the total number of lines."""
+    """Lines offset..offset+limit-1 (1-based) of a document's text, gathered only up to just past the
+    truncation limits; and the total number of lines."""
     selected: list[str] = []
     size = total = 0
     end = offset + limit if limit else None
     for total, line in enumerate(lines, 1):
         wanted = total >= offset and (end is None or total < end)
         if wanted and len(selected) <= MAX_LINES and size <= MAX_BYTES:
-            line = line.rstrip("\n")
             selected.append(line)
             size += len(line) + 1
     return selected, total
+
+
+def _text_lines(handle: IO[bytes], offset: int, limit: int | None) -> tuple[list[str], int]:
+    """`_select` for a text file read in blocks: each line kept cut to just past the byte limit and
+    lines outside the selection only counted, so neither a huge file nor a huge single line (a sparse
+    file is one) is ever held whole."""
+    selected: list[str] = []
+    size, number, stop = 0, 1, offset + limit if limit else None  # number: the line the next byte is on
+    line, partial = bytearray(), False  # the bytes kept of line `number`; whether it has any bytes
+
+    def gathering() -> bool:
+        return number >= offset and (stop is None or number < stop) and len(selected) <= MAX_LINES \
+            and size <= MAX_BYTES
+
+    while block := handle.read(_BLOCK_BYTES):
+        newlines = block.count(b"\n")
+        if number + newlines < offset or (number >= offset and not gathering()):
+            number += newlines  # nothing of this block is shown: only count its lines
+            partial = not block.endswith(b"\n") if newlines else True
+            continue
+        start = 0
+        while (end := block.find(b"\n", start)) != -1:
+            if gathering():
+                line += block[start:min(end, start + _LINE_BYTES - len(line))]
+                text = _line_text(line, number)
+                selected.append(text)
+                size += len(text) + 1
+            line.clear()
+            number, partial, start = number + 1, False, end + 1
+        if start < len(block):
+            partial = True
+            if gathering():
+                line += block[start:start + _LINE_BYTES - len(line)]
+    if partial and gathering():
+        selected.append(_line_text(line, number))
+    return selected, number if partial else number - 1
+
+
+def _line_text(line: bytes, number: int) -> str:
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is no text
+        line = line[3:]
+    return line.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 def _read_note(cut: Truncation, first: int, last: int, total: int) -> str:
@@ -238,15 +283,35 @@ def _bash_note(cut: Truncation, total_lines: int, spill: str) -> str:
 def edit(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     target = confine_write(ctx.work_dir, args["path"])
     rel = relative_to_work(ctx.work_dir, target)
-    if not target.is_file():
+    if not target.exists():
         raise ToolArgumentError(f"File not found: {args['path']}")
-    try:
-        original = target.read_bytes().decode("utf-8")  # bytes: read_text would hide \r\n
-    except UnicodeDecodeError:
-        raise ToolArgumentError(f"{rel} is not UTF-8 text; edit it with bash or rewrite it with write") from None
-    crlf = "\r\n" in original  # models send \n; the file keeps its own line endings
-    content = original.replace("\r\n", "\n")
-    spans = sorted(_locate(content, rel, n, e) for n, e in enumerate(args["edits"], 1))
+    with open(open_regular(target, rel, os.O_RDWR), "r+b") as handle:  # one descriptor: checked, read, rewritten
+        size = os.fstat(handle.fileno()).st_size
+        if size > EDIT_MAX_BYTES:  # checked before reading: a sparse file costs no disk but all of its size here
+            raise ToolArgumentError(f"{rel} is {format_size(size)}, over the {format_size(EDIT_MAX_BYTES)} that edit "
+                                    "loads; change it with bash (e.g. sed -i)")
+        try:
+            original = handle.read().decode("utf-8")  # bytes: text mode would hide \r\n
+        except UnicodeDecodeError:
+            raise ToolArgumentError(f"{rel} is not UTF-8 text; edit it with bash or rewrite it with write") from None
+        crlf = "\r\n" in original  # models send \n; the file keeps its own line endings
+        content = original.replace("\r\n", "\n")
+        changed = _apply_edits(content, rel, args["edits"])
+        handle.seek(0)
+        handle.truncate()
+        handle.write((changed.replace("\n", "\r\n") if crlf else changed).encode("utf-8"))
+    diff = list(difflib.unified_diff(content.splitlines(), changed.splitlines(), rel, rel, n=2, lineterm=""))
+    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    count = len(args["edits"])
+    summary = f"Successfully replaced {count} block{'s' if count > 1 else ''} in {rel} (+{added} -{removed} lines)."
+    shown = truncate_head("\n".join(diff[2:]))  # without the ---/+++ header lines
+    return ToolOutput(f"{summary}\n{shown.text}", details={"path": rel, "replacements": count, "diff": "\n".join(diff)})
+
+
+def _apply_edits(content: str, rel: str, changes: list[dict[str, Any]]) -> str:
+    """The text with every edit applied, or an error and none."""
+    spans = sorted(_locate(content, rel, n, e) for n, e in enumerate(changes, 1))
     for before, after in zip(spans, spans[1:]):
         if after[0] < before[1]:
             raise ToolArgumentError(
@@ -257,14 +322,7 @@ def edit(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         changed = changed[:start] + new_text + changed[end:]
     if changed == content:
         raise ToolArgumentError(f"No changes made to {rel}: every newText equals its oldText")
-    target.write_text(changed.replace("\n", "\r\n") if crlf else changed, encoding="utf-8", newline="")
-    diff = list(difflib.unified_diff(content.splitlines(), changed.splitlines(), rel, rel, n=2, lineterm=""))
-    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-    count = len(spans)
-    summary = f"Successfully replaced {count} block{'s' if count > 1 else ''} in {rel} (+{added} -{removed} lines)."
-    shown = truncate_head("\n".join(diff[2:]))  # without the ---/+++ header lines
-    return ToolOutput(f"{summary}\n{shown.text}", details={"path": rel, "replacements": count, "diff": "\n".join(diff)})
+    return changed
 
 
 def _locate(content: str, rel: str, n: int, change: dict[str, Any]) -> tuple[int, int, str, int]:
@@ -298,7 +356,10 @@ def write(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         raise ToolArgumentError(f"'{rel}' is a directory; give a file path")
     target.parent.mkdir(parents=True, exist_ok=True)
     content = args["content"]
-    target.write_text(content, encoding="utf-8")
+    # Emptied only once known to be a regular file: a FIFO made with bash would block the open forever.
+    with open(open_regular(target, rel, os.O_WRONLY | os.O_CREAT), "wb") as handle:
+        handle.truncate()
+        handle.write(content.encode("utf-8"))
     size = byte_size(content)
     return ToolOutput(f"Successfully wrote {size} bytes to {rel}", details={"path": rel, "bytes": size})
 
@@ -309,6 +370,8 @@ def write(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
 @_guarded
 def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     target = _existing(ctx, args.get("path") or ".", "Path")
+    if not target.is_dir():  # ripgrep would wait forever on a FIFO it is named (it skips them in folders)
+        os.close(open_regular(target, relative_to_work(ctx.work_dir, target)))
     folder, where = (target, ".") if target.is_dir() else (target.parent, target.name)
     context, limit = args["context"], args["limit"]
     command = _rg_command(ctx, folder, args.get("glob")) + ["--json"]
@@ -322,8 +385,7 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     with subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE) as rg:
         assert rg.stdout is not None and rg.stderr is not None
-        for raw in rg.stdout:
-            event = json.loads(raw)
+        for event in rg_events(rg.stdout):
             if event["type"] not in ("match", "context"):
                 continue
             data = event["data"]
@@ -394,7 +456,9 @@ def ls(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     entries = sorted(os.scandir(folder), key=lambda e: (e.name.lower(), e.name))
     if not entries:
         return ToolOutput("(empty directory)", details={"count": 0})
-    names = [e.name + ("/" if e.is_dir() else "") for e in entries[:limit]]
+    # A link is never followed to decide: it would tell whether a guessed host folder exists, and a
+    # link loop would make the listing fail.
+    names = [e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries[:limit]]
     cut = truncate_head("\n".join(names))
     notes = []
     if len(entries) > limit:

@@ -3,7 +3,9 @@ inside dataroom/ (SPEC 5)."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+import stat
 from pathlib import Path
 
 from searchbox.tools.catalog import ToolArgumentError
@@ -30,7 +32,10 @@ def confine(work_dir: Path, path: str) -> Path:
     if "\0" in path:  # the OS refuses it with a ValueError that would not say which path or why
         raise ToolArgumentError(f"{path!r} contains a NUL character, which no file name can hold")
     root = work_dir.resolve()
-    target = (root / path).resolve()
+    try:
+        target = (root / path).resolve()
+    except (RuntimeError, OSError):  # a symlink loop; the exception's text would name the host path
+        raise ToolArgumentError(f"'{path}' is a symbolic link loop") from None
     if target != root and root not in target.parents:
         raise ToolArgumentError(f"'{path}' is outside the working folder; use a path inside it")
     return target
@@ -54,3 +59,41 @@ def scratch_dir(work_dir: Path, *parts: str) -> Path:
 def relative_to_work(work_dir: Path, target: Path) -> str:
     """A resolved path inside work/ as the agent writes it (posix, relative; "." for work/ itself)."""
     return target.relative_to(work_dir.resolve()).as_posix()
+
+
+# O_NONBLOCK: opening a FIFO waits for a peer forever otherwise (for writing with no reader it fails
+# with ENXIO at once). O_NOFOLLOW: a link put in place of the file after confine() resolved the path
+# is refused, not followed out of work/.
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_regular(target: Path, shown: str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on `target` (a confined path) that is a regular file: a FIFO, device or socket
+    would block a tool or feed it endless data. Refusals name `shown`, never a host path."""
+    try:
+        fd = os.open(target, flags | _OPEN_FLAGS, 0o644)
+    except OSError as exc:
+        raise ToolArgumentError(_open_refusal(target, shown, exc)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ToolArgumentError(f"'{shown}' is {_kind(mode)}, not a regular file; tools open regular files only")
+    return fd
+
+
+def _open_refusal(target: Path, shown: str, exc: OSError) -> str:
+    try:
+        mode = target.lstat().st_mode
+    except OSError:
+        return f"File not found: {shown}" if isinstance(exc, FileNotFoundError) else f"cannot open '{shown}': {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return f"'{shown}' is a directory; give a file path"
+    if not stat.S_ISREG(mode):
+        return f"'{shown}' is {_kind(mode)}, not a regular file; tools open regular files only"
+    return f"cannot open '{shown}': {exc.strerror}"
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
