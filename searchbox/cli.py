@@ -95,10 +95,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
+    """One tool call: a catalog tool (its JSON result) or a built-in, bash included, run as a run would
+    run it (bash at the BASH_SANDBOX level, or refused with the reason when there is none)."""
+    from searchbox.agent.toolbox import RunToolbox
+    from searchbox.tools.builtins import BUILTIN_TOOLS
+
     try:
         raw_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
         raise SettingsError(f"--args must be a JSON object: {exc}") from None
+    if args.name in BUILTIN_TOOLS:
+        with _workspace(args, retrieval=False) as workspace:
+            toolbox = RunToolbox(workspace, workspace.settings)
+            for note in toolbox.notes:
+                print(f"note: {note}", file=sys.stderr)
+            output = toolbox.call(args.name, raw_args, None)
+        result = {"output": output.text, "is_error": output.is_error, "details": output.details}
+        if args.name == "bash":
+            result["sandbox"] = toolbox.sandbox_level.record()
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 1 if output.is_error else 0
     with _workspace(args) as workspace:
         result = run_catalog_tool(workspace.tool_context(), args.name, raw_args)
         if args.job:
@@ -278,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_set(run, "for this run")
     run.set_defaults(func=cmd_run)
 
-    tool = dataroom_command("tool", "run one catalog tool and print its JSON result")
+    tool = dataroom_command("tool", "run one tool (a catalog tool, or a built-in such as bash at the BASH_SANDBOX level) "
+                                    "and print its JSON result")
     tool.add_argument("name")
     tool.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     tool.set_defaults(func=cmd_tool)

@@ -119,6 +119,18 @@ class Settings:
     )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")
+    bash_sandbox: str = knob(
+        "auto",
+        "how bash is confined: auto (namespaces where the host allows them, else Landlock + seccomp, else bash is "
+        "disabled for the run), namespaces, landlock, or off (unconfined: the host's files in view; for an operator "
+        "on a trusted machine, never a public app)",
+        choices=("auto", "namespaces", "landlock", "off"),
+    )
+    job_disk_mb: int = knob(
+        4096, "disk space a job's working folder may hold beyond its dataroom; what a bash command writes past it is "
+        "removed after the command"
+    )
+    job_files: int = knob(20000, "files and folders a job's working folder may hold beyond its dataroom")
     chunk_size: int = knob(1400, "retrieval chunk size in characters")
     chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
     search_mode: str = knob("dense", "search_dataroom ranking: dense, or hybrid (dense + BM25 fused)", choices=("dense", "hybrid"))
@@ -201,7 +213,7 @@ class Settings:
         if self.turn_budget < 1:
             raise SettingsError("TURN_BUDGET must be at least 1")
         for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds",
-                     "bash_disk_mb", "llm_timeout_seconds", "llm_attempts"):
+                     "bash_disk_mb", "job_disk_mb", "job_files", "llm_timeout_seconds", "llm_attempts"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         if self.searchbox_max_upload_mb < 1:

@@ -15,7 +15,7 @@ from searchbox.records.files import write_json
 from searchbox.records.recorder import RunRecorder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
-from searchbox.tools.sandbox import airgap_level, dataroom_mount_readonly, filesystem_level
+from searchbox.tools.sandbox import dataroom_mount_readonly
 from searchbox.workspace import Workspace, question_of
 
 
@@ -36,9 +36,10 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
             "loaded": loads,
         },
         "derived": settings.derived_config(),  # limits fitted to the model, not set by the user
-        "airgap": airgap_level(),
-        "bash_filesystem": filesystem_level(),
-        "dataroom_readonly_for_bash": dataroom_mount_readonly(),
+        "airgap": toolbox.sandbox_level.airgap,
+        "bash_filesystem": toolbox.sandbox_level.filesystem,
+        "bash_sandbox": toolbox.sandbox_level.record(),
+        "dataroom_readonly_for_bash": dataroom_mount_readonly(settings.bash_sandbox),
     }
 
 
@@ -57,7 +58,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
                            workspace.ledger.ids, workspace.save_ledger)
     bus = EventBus(job_dir / "events.jsonl", [recorder, *(listeners or [])])
-    for note in retrieval_notes:
+    for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit("notice", level="warning", message=note)
     loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
     return loop.run(question_of(job_dir))

@@ -68,6 +68,20 @@ def open_scratch(work: Path, *parts: str) -> Scratch:
     return Scratch(fd, shown, repairs)
 
 
+def remove_scratch_file(work: Path, name: str) -> None:
+    """Remove work/.searchbox/<name> if .searchbox is still the real folder; a link or file put in its
+    place is left for the next command to repair (and report)."""
+    parent = os.open(work, _DIR_FLAGS)
+    try:
+        scratch = os.open(SCRATCH, _DIR_FLAGS, dir_fd=parent)
+    except OSError:
+        return
+    finally:
+        os.close(parent)
+    with Scratch(scratch, SCRATCH, []) as folder:
+        folder.remove(name)
+
+
 def _enter(parent: int, name: str, shown: str, repairs: list[str]) -> int:
     try:
         return _open_child(parent, name)

@@ -21,7 +21,7 @@ from searchbox.tools.sandbox.budget import JobBudget
 from searchbox.tools.sandbox.capture import Capture
 from searchbox.tools.sandbox.cgroup import CallGroup
 from searchbox.tools.sandbox.levels import Level, choose
-from searchbox.tools.sandbox.plumbing import SCRATCH, TMP, Scratch, open_scratch
+from searchbox.tools.sandbox.plumbing import SCRATCH, TMP, Scratch, open_scratch, remove_scratch_file
 from searchbox.tools.sandbox.starter import launcher_argv
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -120,8 +120,7 @@ def run_sandboxed(
 
 def discard_spill(work: Path, spill_file: str) -> None:
     """Remove a spill file the output did not need (through the folder handle: never a host file)."""
-    with open_scratch(work.resolve()) as scratch:
-        scratch.remove(spill_file.rpartition("/")[2])
+    remove_scratch_file(work.resolve(), spill_file.rpartition("/")[2])
 
 
 def _new_spill(scratch: Scratch) -> tuple[str, int]:
