@@ -10,12 +10,11 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
-from searchbox.records.events import Event
+from searchbox.records.events import Event, load_events
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.settings import Settings
-from searchbox.ui.dashboard import load_events
 from searchbox.ui.feed import Feed
 
 QUESTION = "When does the office lease end?"

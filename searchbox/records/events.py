@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from searchbox.records.files import append_jsonl
+from searchbox.records.files import append_jsonl, read_jsonl
 
 EventType = Literal[
     "run_start",
@@ -27,6 +27,9 @@ EventType = Literal[
 
 # Deltas are many and tiny; the session file already has the full text.
 _NOT_RECORDED = {"delta"}
+# A recorded row's own keys; the payload sits beside them, so it must not use them (a `turn` in
+# run_start's payload once overwrote the envelope's, and the replayed event differed from the live one).
+ENVELOPE_KEYS = frozenset({"type", "turn", "step", "elapsed", "ts"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,17 @@ class Event:
     def as_dict(self) -> dict[str, Any]:
         return {"type": self.type, "turn": self.turn, "step": self.step, "elapsed": round(self.elapsed, 3),
                 "ts": time.time(), **self.data}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Event:
+        """An events.jsonl row back as the Event that wrote it (elapsed rounded to the millisecond)."""
+        return cls(row["type"], int(row.get("turn", 0)), int(row.get("step", 0)), float(row.get("elapsed", 0.0)),
+                   {k: v for k, v in row.items() if k not in ENVELOPE_KEYS})
+
+
+def load_events(job_dir: Path) -> list[Event]:
+    """events.jsonl read back as Events, for a replay (no deltas: those are never recorded)."""
+    return [Event.from_row(row) for row in read_jsonl(job_dir / "events.jsonl") if "type" in row]
 
 
 Listener = Callable[[Event], None]
@@ -56,6 +70,8 @@ class EventBus:
         self.step = 0
 
     def emit(self, type: EventType, **data: Any) -> Event:
+        if clash := ENVELOPE_KEYS & data.keys():
+            raise ValueError(f"event payload keys {sorted(clash)} would overwrite the envelope's")
         event = Event(type, self.turn, self.step, time.monotonic() - self.started, data)
         if self.path is not None and type not in _NOT_RECORDED:
             append_jsonl(self.path, event.as_dict())

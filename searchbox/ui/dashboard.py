@@ -12,20 +12,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from searchbox.records.events import Event
+from searchbox.records.events import Event, load_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.records.stats import RunStats
 from searchbox.ui import charts
-
-_EVENT_KEYS = {"type", "turn", "step", "elapsed", "ts"}
-
-
-def load_events(job_dir: Path) -> list[Event]:
-    """events.jsonl read back as Events (no deltas: those are never recorded)."""
-    return [Event(row["type"], int(row.get("turn", 0)), int(row.get("step", 0)), float(row.get("elapsed", 0.0)),
-                  {k: v for k, v in row.items() if k not in _EVENT_KEYS})
-            for row in read_jsonl(job_dir / "events.jsonl") if "type" in row]
-
 
 @dataclass
 class Dashboard:

@@ -19,13 +19,13 @@ from typing import Any
 
 import gradio as gr
 
-from searchbox.records.events import Event
+from searchbox.records.events import Event, load_events
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
 from searchbox.tools.catalog import load_catalog
-from searchbox.ui.dashboard import Dashboard, load_events
+from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
