@@ -68,7 +68,7 @@ class AgentLoop:
         self.control = control or RunControl()
         self.session = Session.load(job_dir / "session.jsonl")
         self.system = system_prompt()
-        self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")))
+        self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._recent_calls: list[str] = []
 

@@ -18,7 +18,7 @@ Message = dict[str, Any]
 class Session:
     path: Path
     messages: list[Message] = field(default_factory=list)  # every message ever, in order
-    usages: list[dict[str, int]] = field(default_factory=list)  # one per assistant message
+    usages: list[dict[str, int]] = field(default_factory=list)  # one per LLM call: responses and compactions
     summary: str | None = None  # the latest compaction summary
     first_kept: int = 0  # messages before this index are covered by the summary
     compactions: int = 0
@@ -35,6 +35,8 @@ class Session:
                 session.summary = row["summary"]
                 session.first_kept = row["first_kept"]
                 session.compactions += 1
+                if row.get("usage"):  # as record_compaction counted it live: a resumed run's totals match
+                    session.usages.append(row["usage"])
         return session
 
     def append(self, message: Message, usage: dict[str, int] | None = None, **extra: Any) -> None:
@@ -61,6 +63,11 @@ class Session:
         question = self.messages[0]["content"] if self.messages else ""
         opening = {"role": "user", "content": f"{question}\n\n{COMPACTED_PREFIX}{self.summary}"}
         return [{"role": "system", "content": system}, opening, *self.messages[max(self.first_kept, 1):]]
+
+    def tool_results(self) -> int:
+        """Tool calls that ran to a result, so a resumed run's count goes on from them (a call
+        stopped before its result runs again on resume, and is counted then)."""
+        return sum(1 for message in self.messages if message.get("role") == "tool")
 
     def token_totals(self) -> dict[str, int]:
         """Summed over every LLM call in the file, compaction calls included, so nothing is undercounted."""
