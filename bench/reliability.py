@@ -1,10 +1,15 @@
-"""The reliability table of the README: runs the hardening tests (hostile datarooms, prompt
-injections, faults, fuzzing, load, secrets) and gathers the tally line each one prints.
+"""The reliability tables of the README.
 
-    python bench/reliability.py [--markdown]
+First the sandbox: the attack suite of issue 12 (tests/sandbox_attacks.py) run through the real bash
+tool at each BASH_SANDBOX level, one row per attack, a column per level (blocked, or got through).
+Then the hardening tests (hostile datarooms, prompt injections, faults, fuzzing, load, secrets), with
+the tally line each one prints.
+
+    python bench/reliability.py [--markdown] [--sandbox-only]
 
 A tally line is `RELIABILITY <what>: <figures>`, printed by the test that counted them; a test that
-fails prints no tally, and this script then exits non-zero with pytest's summary.
+fails prints no tally, and this script then exits non-zero with pytest's summary. It also exits
+non-zero when anything gets through the level a public app would use here (BASH_SANDBOX=auto).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+LEVELS = ["namespaces", "landlock", "off"]
 TESTS = [
     "tests/test_hostile_datarooms.py",
     "tests/test_fuzz_unpack.py",
@@ -36,8 +43,13 @@ TALLY = re.compile(r"RELIABILITY (?P<what>[^:]+): (?P<figures>.+)$")  # may foll
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    parser.add_argument("--sandbox-only", action="store_true", help="only the sandbox table (about 2 minutes)")
     args = parser.parse_args()
+    sandbox_ok = sandbox_table(args.markdown)
+    if args.sandbox_only:
+        return 0 if sandbox_ok else 1
+    print()
     present = [t for t in TESTS if (ROOT / t.split("::")[0]).exists()]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *present],
@@ -50,7 +62,31 @@ def main() -> int:
         print(f"| {tally['what']} | {tally['figures']} |" if args.markdown else f"{tally['what']:<{width}}  {tally['figures']}")
     summary = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else [done.stderr[-2000:]]
     print(f"\npytest: {summary[0]}", file=sys.stderr)
-    return done.returncode
+    return done.returncode or (0 if sandbox_ok else 1)
+
+
+def sandbox_table(markdown: bool) -> bool:
+    """Print attack x level; False when something got through at the level BASH_SANDBOX=auto picks."""
+    from sandbox_attacks import ATTACKS, limits_note, run_suite
+    from searchbox.tools.sandbox import choose
+
+    outcomes = {level: run_suite(level) for level in LEVELS}
+    cell = {None: "n/a", False: "blocked", True: "**got through**" if markdown else "GOT THROUGH"}
+    rows = [[a.name, *(cell[outcomes[level][a.name]] for level in LEVELS)] for a in ATTACKS]
+    totals = ["got through / tried", *(f"{sum(bool(v) for v in outcomes[level].values())} / {len(ATTACKS)}"
+                                       if choose(level).name == level else "level not available" for level in LEVELS)]
+    public = choose("auto")
+    if markdown:
+        print("| attack (one bash call) | " + " | ".join(f"`{level}`" for level in LEVELS) + " |")
+        print("|---" * (len(LEVELS) + 1) + "|")
+        for row in [*rows, totals]:
+            print("| " + " | ".join(row) + " |")
+    else:
+        width = max(len(r[0]) for r in rows)
+        for row in [["attack", *LEVELS], *rows, totals]:
+            print(f"{row[0]:<{width}}  " + "  ".join(f"{c:<15}" for c in row[1:]))
+    print(f"\nBASH_SANDBOX=auto here: {public.name}; limits: {limits_note()}", file=sys.stderr)
+    return not public.allows_bash or not any(outcomes.get(public.name, {}).values())
 
 
 if __name__ == "__main__":
