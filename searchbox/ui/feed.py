@@ -14,6 +14,7 @@ from typing import Any
 
 from searchbox.records.events import Event
 from searchbox.agent.prompts import CONTINUE
+from searchbox.ui.answer import inert_markdown
 
 Message = dict[str, Any]
 
@@ -26,7 +27,9 @@ _NOTICE_ICONS = {"warning": "⚠️", "error": "❌"}
 
 class Feed:
     def __init__(self, question: str) -> None:
-        self._messages: list[Message] = [{"role": "user", "content": question}]
+        # The question and the model's text are rendered as Markdown: made inert like the answer (nothing
+        # they hold may load from outside the app). Tool results are shown in code fences already.
+        self._messages: list[Message] = [{"role": "user", "content": inert_markdown(question)}]
         self._tools: dict[str, Message] = {}  # call_id -> its message; ids repeat across steps, the latest wins
         self._streams: dict[str, tuple[Message, list[str]]] = {}  # "text"/"reasoning" of the current step
         self._dirty: set[str] = set()
@@ -91,11 +94,11 @@ class Feed:
         text = str(event.data.get("text") or "").strip()
         streamed = self._streams.get("text")
         if streamed and text:
-            streamed[0]["content"] = text
+            streamed[0]["content"] = inert_markdown(text)
         elif streamed:
             self._remove(streamed[0])
         elif text:  # a replay from events.jsonl has no deltas
-            self._append(text)
+            self._append(inert_markdown(text))
         self._close_streams()
 
     def _on_tool_start(self, event: Event) -> None:
@@ -123,10 +126,10 @@ class Feed:
         log = data.get("gist") or log
         parts.append(_fenced(_clip(str(data.get("preview", "")))))
         message["content"] = "\n\n".join(parts)
-        title = _tool_title(name, arguments)
+        title = inert_markdown(_tool_title(name, arguments))
         message["metadata"]["title"] = f"⚠ {title}" if data.get("is_error") else title
         if log:
-            message["metadata"]["log"] = log
+            message["metadata"]["log"] = inert_markdown(log)
         self._done(message, round(data.get("duration_ms", 0) / 1000, 2))
         self._turn_tools += 1
 
@@ -161,12 +164,12 @@ class Feed:
     def _append(self, content: str, title: str | None = None, status: str | None = None,
                 log: str | None = None) -> Message:
         message: Message = {"role": "assistant", "content": content}
-        if title is not None:
-            metadata: dict[str, Any] = {"title": title}
+        if title is not None:  # titles and logs are Markdown too, and quote tool arguments and results
+            metadata: dict[str, Any] = {"title": inert_markdown(title)}
             if status:
                 metadata["status"] = status
             if log:
-                metadata["log"] = log
+                metadata["log"] = inert_markdown(log)
             message["metadata"] = metadata
         if status == "pending":
             self._pending[id(message)] = message
@@ -193,7 +196,7 @@ class Feed:
             message, parts = self._streams[kind]
             joined = "".join(parts)
             parts[:] = [joined]
-            message["content"] = joined
+            message["content"] = inert_markdown(joined)
         self._dirty.clear()
 
     def _close_streams(self) -> None:

@@ -12,6 +12,7 @@ import gradio as gr
 
 from searchbox.jobs.store import JobRecord
 from searchbox.records.files import read_json
+from searchbox.ui.answer import inert_markdown
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 
@@ -66,7 +67,9 @@ class JobsView:
         job_dir = self.services.store.job_dir(record.id)
         problems = Problems()
         values = await asyncio.to_thread(self.panels.fill, job_dir, problems, with_downloads=with_downloads)
-        return {self.heading: problems.under(f"**{record.state}** · {record.question}"), **values}
+        # A visitor's question is Markdown an operator may open: rendered inert, like answers.
+        heading = f"**{record.state}** · {inert_markdown(record.question)}"
+        return {self.heading: problems.under(heading), **values}
 
     async def redraw(self, job_id: str, owner: str, was_going: bool) -> dict[Any, Any]:
         """On the timer: the opened run's view again while it goes, and once more when it has ended
