@@ -5,7 +5,8 @@
 
 `POST /v1/embeddings` answers with deterministic hashed bag-of-words vectors (texts that share words
 point the same way) and `POST /v1/rerank` scores by word overlap. Every request is recorded
-(`server.requests`); `fail_next(n, status)` makes the next n requests fail, e.g. with 503.
+(`server.requests`); `fail_next(n, status)` makes the next n requests fail, e.g. with 503. A model
+the API does not serve by that name (a hub id) is refused with HTTP 422, as the API refuses it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from typing import Any
 
 DIM = 32
 _WORD = re.compile(r"[a-z0-9]+")
+# The names the API serves (its model list): hub ids such as jinaai/jina-embeddings-v5-text-small are
+# not among them and are refused, as the API refuses them.
+API_MODELS = {
+    "jina-embeddings-v5-text-small", "jina-embeddings-v5-text-nano", "jina-embeddings-v4", "jina-embeddings-v3",
+    "jina-clip-v2", "jina-reranker-v3", "jina-reranker-m0", "jina-reranker-v2-base-multilingual",
+}
 
 
 def words(text: str) -> list[str]:
@@ -125,6 +132,8 @@ class FakeJinaServer:
                 return self._failures.pop(0)
         if not isinstance(body, dict):
             return 400, json.dumps({"detail": "body must be a JSON object"})
+        if "model" in body and body["model"] not in API_MODELS:
+            return 422, json.dumps({"detail": f"Model {body['model']!r} is not available; use one of the API's model names"})
         if path == "/v1/embeddings":
             return self._embeddings(body)
         if path == "/v1/rerank":

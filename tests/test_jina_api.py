@@ -214,6 +214,27 @@ def test_the_key_never_appears_in_the_recorded_config(fake: FakeJinaServer) -> N
     assert KEY not in repr(embed_report.as_dict()) + repr(rerank_report.as_dict())
 
 
+@pytest.mark.parametrize("preset", ["default", "nano"])
+def test_the_presets_hub_ids_are_sent_as_the_apis_model_names(fake: FakeJinaServer, preset: str) -> None:
+    # The presets' knobs hold hub ids (jinaai/...), which the API refuses.
+    settings = Settings.resolve(env={}, retrieval_preset=preset, embed_backend="api", rerank_backend="api",
+                                jina_api_key=KEY, jina_api_url=fake.url + "/v1")
+    assert settings.embed_model.startswith("jinaai/") and settings.rerank_model.startswith("jinaai/")
+    embedder, _ = load_embedder(settings)
+    reranker, _ = load_reranker(settings, lambda texts, role: np.zeros((0, 0)))
+    assert embedder.embed(["revenue grew"], "query").shape == (1, 32)
+    assert reranker.score("revenue", ["revenue grew", "cats"])[0] == 1.0
+    sent = [r.body["model"] for r in fake.requests]
+    assert sent == [settings.embed_model.removeprefix("jinaai/"), settings.rerank_model.removeprefix("jinaai/")]
+    assert embedder.name == f"api:{sent[0]}"
+
+
+def test_v5s_retrieval_repo_is_the_plain_api_model(fake: FakeJinaServer) -> None:
+    embedder, _ = load_embedder(api_settings(fake, embed_model="jinaai/jina-embeddings-v5-text-nano-retrieval"))
+    embedder.embed(["alpha"], "passage")
+    assert fake.requests[0].body["model"] == "jina-embeddings-v5-text-nano"
+
+
 # -- reranking -------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -11,6 +12,17 @@ from searchbox.retrieval.interfaces import ModelLoadError, Role, normalize_rows
 
 _TASKS: dict[Role, str] = {"query": "retrieval.query", "passage": "retrieval.passage"}
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+# The knobs hold hub ids (the local backend's); the API names the same models without the owner, and
+# takes the task in the request, so v5's retrieval repo is the plain model there.
+_HUB_OWNER = "jinaai/"
+_V5_TASK_REPO = re.compile(r"^(jina-embeddings-v5-text-(?:small|nano))-retrieval$")
+
+
+def api_model_name(model: str) -> str:
+    """The Jina API's name for a model knob: jinaai/jina-embeddings-v5-text-small -> jina-embeddings-v5-text-small."""
+    name = model.removeprefix(_HUB_OWNER)
+    task_repo = _V5_TASK_REPO.match(name)
+    return task_repo.group(1) if task_repo else name
 
 
 class JinaApiClient:
@@ -60,8 +72,8 @@ class JinaApiEmbedder:
     batch_size = 128
 
     def __init__(self, model: str, api_key: str, base_url: str) -> None:
-        self.name = f"api:{model}"
-        self._model = model
+        self._model = api_model_name(model)
+        self.name = f"api:{self._model}"
         self._client = JinaApiClient(api_key, base_url)
 
     def embed(self, texts: list[str], role: Role) -> np.ndarray:
@@ -80,8 +92,8 @@ class JinaApiEmbedder:
 
 class JinaApiReranker:
     def __init__(self, model: str, api_key: str, base_url: str) -> None:
-        self.name = f"api:{model}"
-        self._model = model
+        self._model = api_model_name(model)
+        self.name = f"api:{self._model}"
         self._client = JinaApiClient(api_key, base_url)
 
     def score(self, query: str, documents: list[str]) -> list[float]:
