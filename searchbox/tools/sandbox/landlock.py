@@ -1,7 +1,7 @@
 """The Landlock level: no namespaces and no privileges needed. Landlock leaves bash only work/ (the
 dataroom in it read-only) and the system's programs to touch, denies TCP bind and connect, and scopes
 signals and abstract UNIX sockets to the command itself; the seccomp filter denies new namespaces,
-ptrace, sockets, file-mode changes and device or FIFO nodes. An app running as root keeps its uid but
+ptrace, sockets and device or FIFO nodes, and here file-mode and ACL changes too. An app running as root keeps its uid but
 drops every capability, so file modes bind it too.
 
 Inside work/ a command may create, write and delete files and make folders, but not remove or rename a
@@ -44,7 +44,9 @@ def rules(work: Path) -> list[tuple[str, list[str]]]:
 
 
 def spec(work: Path) -> dict:
-    return {"drop_root": True, "landlock": rules(work), "seccomp": True}
+    # keep_modes: Landlock does not cover chmod, and the dataroom's owner (the app's user, or uid 0
+    # without capabilities) could otherwise make it writable.
+    return {"drop_root": True, "landlock": rules(work), "seccomp": True, "keep_modes": True}
 
 
 def unavailable_reason() -> str:

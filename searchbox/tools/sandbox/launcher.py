@@ -9,7 +9,9 @@ descendants, for good). SPEC holds:
 - `drop_root`: as uid 0, give up every capability first (then file modes bind it like anyone else);
 - `landlock`: [[path, [right, ...]], ...] the only paths it may touch, with what rights; TCP bind and
   connect are denied from ABI 4, and signals and abstract UNIX sockets are scoped from ABI 6;
-- `seccomp`: deny the syscalls that would undo or get around the rest (see DENIED).
+- `seccomp`: deny the syscalls that would undo or get around the rest (see DENIED);
+- `keep_modes`: also deny changing file modes and ACLs (MODE_CHANGES), where nothing else keeps an
+  owner from making the read-only dataroom writable.
 
 It becomes a child subreaper: a daemon that double-forks or calls setsid is reparented here, so when
 the command ends, or the app sends SIGTERM, every descendant is found and killed. Landlock's signal
@@ -105,9 +107,8 @@ def apply_landlock(rules: list[tuple[str, list[str]]]) -> int:
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 # x86_64 numbers. Denied with EPERM: new namespaces and mounts (which would undo the confinement),
-# reaching into other processes, kernel attack surface a search tool never needs, changing file modes
-# and ACLs (an owner could make the read-only dataroom writable), device and FIFO nodes (a FIFO stalls
-# whoever reads it), and sockets of every family (Landlock does not cover UDP or UNIX paths).
+# reaching into other processes, kernel attack surface a search tool never needs, device and FIFO nodes
+# (a FIFO stalls whoever reads it), and sockets of every family (Landlock does not cover UDP or UNIX paths).
 DENIED = {
     "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
     "process_madvise": 440, "move_pages": 279, "migrate_pages": 256,
@@ -120,10 +121,12 @@ DENIED = {
     "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179,
     "quotactl_fd": 443, "vhangup": 153, "syslog": 103, "settimeofday": 164, "clock_settime": 227,
     "clock_adjtime": 305, "adjtimex": 159, "uselib": 134, "lookup_dcookie": 212,
+    "mknod": 133, "mknodat": 259, "socket": 41,
+}
+MODE_CHANGES = {
     "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452,
     "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
     "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466,
-    "mknod": 133, "mknodat": 259, "socket": 41,
 }
 _CLONE, _CLONE3, _IOCTL = 56, 435, 16
 # CLONE_NEWTIME, NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
@@ -134,14 +137,15 @@ _RET_EPERM, _RET_ENOSYS = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
 _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 
 
-def seccomp_program() -> list[tuple[int, int, int, int]]:
+def seccomp_program(keep_modes: bool) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions; jumps are written with labels, then resolved."""
+    denied = {**DENIED, **(MODE_CHANGES if keep_modes else {})}
     code: list[tuple[int, object, object, int]] = [
         (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
         (_JEQ, 0, "kill", AUDIT_ARCH_X86_64),
         (_LD_ABS, 0, 0, 0),  # seccomp_data.nr
         (_JGE, "deny", 0, 0x40000000),  # the x32 ABI: other numbers for the same calls
-        *((_JEQ, "deny", 0, nr) for nr in sorted(DENIED.values())),
+        *((_JEQ, "deny", 0, nr) for nr in sorted(denied.values())),
         (_JEQ, "clone", 0, _CLONE),
         (_JEQ, "nosys", 0, _CLONE3),  # its flags sit in memory a filter cannot read: libc falls back to clone
         (_JEQ, "ioctl", 0, _IOCTL),
@@ -167,10 +171,10 @@ def seccomp_program() -> list[tuple[int, int, int, int]]:
     return [(op, offset(jt, i), offset(jf, i), k) for i, (op, jt, jf, k) in enumerate(body)]
 
 
-def apply_seccomp() -> None:
+def apply_seccomp(keep_modes: bool) -> None:
     if platform.machine() != "x86_64":
         raise OSError(errno.ENOSYS, f"the seccomp filter knows x86_64 syscall numbers only, not {platform.machine()}")
-    program = seccomp_program()
+    program = seccomp_program(keep_modes)
     filters = b"".join(struct.pack("<HBBI", op, jt, jf, k) for op, jt, jf, k in program)
     buffer = ctypes.create_string_buffer(filters)
     fprog = struct.pack("<HxxxxxxQ", len(program), ctypes.addressof(buffer))
@@ -249,7 +253,7 @@ def _confine(spec: dict) -> None:
     if spec.get("landlock") is not None:
         apply_landlock([(path, rights) for path, rights in spec["landlock"]])
     if spec.get("seccomp"):
-        apply_seccomp()
+        apply_seccomp(bool(spec.get("keep_modes")))
 
 
 def main(argv: list[str]) -> int:
