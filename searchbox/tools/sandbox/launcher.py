@@ -262,7 +262,8 @@ def main(argv: list[str]) -> int:
     _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "subreaper")
 
     def stop(signum: int, frame: object) -> None:
-        kill_descendants()
+        if os.getpid() != 1:
+            kill_descendants()
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
@@ -282,7 +283,8 @@ def main(argv: list[str]) -> int:
         pid, status = os.waitpid(-1, 0)  # orphans are reaped here too, until the command itself ends
         if pid == child:
             break
-    kill_descendants()
+    if os.getpid() != 1:  # as the first process of a pid namespace, its exit takes every process in it
+        kill_descendants()
     return os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
