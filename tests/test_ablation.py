@@ -258,6 +258,8 @@ def test_question_selection() -> None:
         select_questions(QUESTIONS, ids=["nope"])
 
 
+@pytest.mark.real_model
+@pytest.mark.slow
 def test_a_sweep_with_the_real_packaged_model_through_the_cli(tmp_path: Path) -> None:
     matrix = tmp_path / "matrix.json"
     matrix.write_text(json.dumps({"entries": [

@@ -13,6 +13,8 @@ from gradio_client import Client, handle_file
 from app_server import running_app
 from conftest import SMALL_DATAROOM
 
+pytestmark = pytest.mark.slow  # the real app in a subprocess
+
 
 @pytest.fixture(scope="module")
 def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -16,6 +16,8 @@ from app_server import live, running_app, unwrap
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.ui.run_view import ENDPOINT_CHOICE
 
+pytestmark = pytest.mark.slow  # the real app in a subprocess
+
 OWNER = "visitor-who-reloads"
 ANSWER = "The statements were audited by the firm in the audit report [s1]."
 

@@ -23,6 +23,8 @@ from gradio_client import Client
 
 from app_server import default_jobs_dir, live, running_app, server_tracebacks, throwaway_home, unwrap
 
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
+
 QUESTION = "Who audited the FY2025 financial statements?"
 SECRET = "jina_never_store_me_42"
 ENV_SECRETS = {"JINA_API_KEY": "jina_env_secret_5d1e", "HF_TOKEN": "hf_env_secret_c09a"}

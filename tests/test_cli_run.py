@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ["input.zip", "query.txt", "config.json", "session.jsonl", "events.jsonl", "turns.jsonl",
            "sources.json", "run_meta.json", "timing.json", "work/ANSWER.md"]

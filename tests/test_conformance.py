@@ -201,6 +201,8 @@ def test_the_command_prints_a_table_per_model_and_writes_every_response(
     assert saved["models"][0]["summary"]["right_tool"] == [10, 12]
 
 
+@pytest.mark.real_model
+@pytest.mark.slow
 def test_the_packaged_gemma_answers_every_probe(tmp_path: Path) -> None:
     settings = Settings.resolve(env={}, llm_gguf="packaged:gemma3-270m", context_window=4096, max_output_tokens=160,
                                 searchbox_cache_dir=str(tmp_path / "cache"))

@@ -100,6 +100,7 @@ def test_small_machines_pick_the_packaged_models(ram_mb: int, name: str) -> None
 # -- the embedded default, for real -----------------------------------------------------------------
 
 
+@pytest.mark.real_model
 def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     offline: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,6 +117,7 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     assert "HF_HUB_OFFLINE is set" in fallback and f"falling back to {PACKAGED_QWEN_15B}" in fallback
 
 
+@pytest.mark.real_model
 def test_a_hub_gguf_that_cannot_be_had_falls_back_to_the_embedded_model(
     offline: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,6 +130,7 @@ def test_a_hub_gguf_that_cannot_be_had_falls_back_to_the_embedded_model(
     assert len(notes) == 1 and NOT_CACHED in notes[0] and PACKAGED_QWEN_15B in notes[0]
 
 
+@pytest.mark.real_model
 def test_without_the_15b_packages_the_05b_boots_and_the_note_says_why(
     offline: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -150,6 +153,7 @@ def test_a_packaged_model_the_user_named_is_not_swapped_for_another(
         connect_for_run(Settings.resolve(env={}, llm_gguf=PACKAGED_QWEN_05B, searchbox_cache_dir=str(tmp_path)))
 
 
+@pytest.mark.real_model
 def test_with_no_packaged_instruct_model_gemma_is_the_last_resort(
     offline: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from gradio_client import Client
 
 from app_server import app_process
@@ -134,6 +135,7 @@ def running_job(jobs: Jobs) -> str | None:
     return next((name for name in jobs.dirs() if jobs.state(name) == "running"), None)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_restart(tmp_path: Path) -> None:
     script = SlowScript()
     jobs = Jobs(tmp_path / "jobs")

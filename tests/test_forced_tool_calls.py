@@ -72,6 +72,7 @@ def test_the_call_format_comes_from_the_template(template: str, fmt: str) -> Non
 
 @pytest.mark.parametrize("fmt", ["json", "xml"])
 @pytest.mark.parametrize("in_reasoning", [False, True])
+@pytest.mark.real_model
 def test_llama_cpp_accepts_the_grammar_for_every_tool_a_run_can_get(vocab: Any, fmt: str, in_reasoning: bool) -> None:
     import llama_cpp
 
@@ -88,6 +89,7 @@ def test_parameters_named_like_schema_keywords_stay_in_the_grammar() -> None:
     assert '"\\"pattern\\""' in call_grammar([grep], "json")
 
 
+@pytest.mark.real_model
 def test_required_forces_one_call_in_the_models_format(qwen: LlamaCppModel) -> None:
     assert qwen.call_format == "json" and not qwen.json_actions
     for _ in range(3):  # sampled, not greedy: the grammar, not the model's habits, makes the call
@@ -105,6 +107,7 @@ def test_required_forces_one_call_in_the_models_format(qwen: LlamaCppModel) -> N
         assert response.timings["decode_tokens_per_s"] > 0
 
 
+@pytest.mark.real_model
 def test_a_named_tool_is_the_one_called(qwen: LlamaCppModel) -> None:
     forced = {"type": "function", "function": {"name": "search_dataroom"}}
     response = qwen.complete(MESSAGES, TOOLS, max_tokens=64, temperature=0.8, tool_choice=forced)
@@ -112,6 +115,7 @@ def test_a_named_tool_is_the_one_called(qwen: LlamaCppModel) -> None:
     assert call.name == "search_dataroom" and isinstance(call.arguments.get("query"), str)
 
 
+@pytest.mark.real_model
 def test_the_xml_format_round_trips_through_the_parser(qwen: LlamaCppModel, monkeypatch: pytest.MonkeyPatch) -> None:
     # Qwen3.6's format, forced on the small model: typed values (k, paths) come back typed.
     monkeypatch.setattr(qwen, "call_format", "xml")
@@ -124,6 +128,7 @@ def test_the_xml_format_round_trips_through_the_parser(qwen: LlamaCppModel, monk
         assert isinstance(call.arguments.get("k", 1), int) and isinstance(call.arguments.get("paths", []), list)
 
 
+@pytest.mark.real_model
 def test_the_history_shows_the_model_its_calls_as_it_writes_them(qwen: LlamaCppModel) -> None:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -147,12 +152,14 @@ def test_the_example_call_is_in_the_models_format_and_names_an_offered_search_to
     assert example_call("json", [t for t in TOOLS if t["function"]["name"] in ("read", "ls")]) is None
 
 
+@pytest.mark.real_model
 def test_the_example_goes_to_the_system_message_only_while_tools_are_offered(qwen: LlamaCppModel) -> None:
     assert example_call("json", TOOLS) in qwen._prepare(MESSAGES, TOOLS)[0]["content"]
     assert qwen._prepare(MESSAGES, None)[0]["content"] == MESSAGES[0]["content"]  # the wrap-up offers none
     assert qwen._prepare(MESSAGES[1:], TOOLS) == MESSAGES[1:]  # no system message: the template's own stays
 
 
+@pytest.mark.real_model
 def test_auto_leaves_the_model_free(qwen: LlamaCppModel) -> None:
     # No grammar without forcing: told to, the model answers in words.
     messages = [MESSAGES[0], {"role": "user", "content": "Do not use any tool. Reply with the single word: hello"}]

@@ -27,6 +27,8 @@ from searchbox.records.files import read_jsonl
 from searchbox.tools.sandbox import filesystem_level
 from searchbox.ui.run_view import ENDPOINT_CHOICE
 
+pytestmark = pytest.mark.slow  # the real app in a subprocess
+
 SECRETS = {"JINA_API_KEY": "jina_injection_secret_7f3a", "HF_TOKEN": "hf_injection_secret_91bc"}
 HOST_FILE = Path("/tmp/searchbox-injected.txt")
 INJECTION = """# Board minutes (confidential)

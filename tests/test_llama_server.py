@@ -33,6 +33,8 @@ from searchbox.llm.gguf import resolve_gguf
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]
+
 MODEL = "packaged:qwen2.5-coder-0.5b"
 ALIAS = "qwen2.5-coder-0.5b"
 # What llama-cpp-python's `server` extra adds (requirements-dev.txt installs it).

@@ -55,6 +55,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 
 
+@pytest.mark.real_model
 def test_loads_with_flash_attention_and_a_q8_kv_cache_on_this_build(model: LlamaCppModel) -> None:
     assert model.features["flash_attn"] is True and model.features["kv_cache"] == "q8_0"
     # The packaged base model has no chat template: grammar-constrained function calling stands in.
@@ -79,6 +80,7 @@ def test_templates_that_open_the_think_block_are_detected(generation_prompt: str
     assert _template_opens_think(SimpleNamespace(metadata={"tokenizer.chat_template": template})) is opens
 
 
+@pytest.mark.real_model
 def test_a_plain_completion_streams_text_with_usage_and_timings(model: LlamaCppModel) -> None:
     events = list(model.stream(MESSAGES, None, max_tokens=32, temperature=0))
     response = events[-1].response
@@ -90,12 +92,14 @@ def test_a_plain_completion_streams_text_with_usage_and_timings(model: LlamaCppM
         assert timings[key] > 0, key
 
 
+@pytest.mark.real_model
 def test_a_repeated_prompt_reuses_the_kv_cache(model: LlamaCppModel) -> None:
     model.complete(MESSAGES, max_tokens=4, temperature=0)
     again = model.complete(MESSAGES, max_tokens=4, temperature=0)
     assert again.usage.cache_read >= again.usage.input - 2
 
 
+@pytest.mark.real_model
 def test_a_forced_tool_choice_returns_a_valid_tool_call(model: LlamaCppModel) -> None:
     forced = {"type": "function", "function": {"name": "read"}}
     response = model.complete(MESSAGES, [READ_TOOL], max_tokens=32, temperature=0, tool_choice=forced)
@@ -107,6 +111,7 @@ def test_a_forced_tool_choice_returns_a_valid_tool_call(model: LlamaCppModel) ->
     assert response.as_message()["tool_calls"][0]["function"]["name"] == "read"
 
 
+@pytest.mark.real_model
 def test_tool_results_reach_a_template_without_a_tool_role(model: LlamaCppModel) -> None:
     history = MESSAGES + [
         {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "lease.txt", "whole": true}'}}]},
@@ -116,12 +121,14 @@ def test_tool_results_reach_a_template_without_a_tool_role(model: LlamaCppModel)
     assert response.usage.input > model.complete(MESSAGES, None, max_tokens=1).usage.input + 10
 
 
+@pytest.mark.real_model
 def test_a_prompt_longer_than_the_context_is_context_overflow(model: LlamaCppModel) -> None:
     long = [{"role": "user", "content": "lease " * (N_CTX + 500)}]
     with pytest.raises(ContextOverflow):
         model.complete(long, max_tokens=8)
 
 
+@pytest.mark.real_model
 def test_one_instance_per_gguf_and_context_shared_across_threads(model: LlamaCppModel, gemma_path: Path) -> None:
     with ThreadPoolExecutor(4) as pool:
         loaded = list(pool.map(lambda _: load_llamacpp(gemma_path, N_CTX), range(4)))
@@ -130,6 +137,7 @@ def test_one_instance_per_gguf_and_context_shared_across_threads(model: LlamaCpp
     assert all(a.usage.output > 0 for a in answers)  # concurrent calls are serialized, not interleaved
 
 
+@pytest.mark.real_model
 def test_close_frees_the_model_and_the_registry_reloads(gemma_path: Path) -> None:
     small = load_llamacpp(gemma_path, 512)
     small.close()
@@ -141,6 +149,7 @@ def test_close_frees_the_model_and_the_registry_reloads(gemma_path: Path) -> Non
     again.close()
 
 
+@pytest.mark.real_model
 def test_resolve_packaged_and_local_paths(gemma_path: Path) -> None:
     assert gemma_path.is_file() and gemma_path.suffix == ".gguf"
     assert resolve_gguf(str(gemma_path)) == gemma_path
@@ -153,6 +162,7 @@ def test_a_hub_gguf_that_is_not_cached_while_offline(offline: None, tmp_path: Pa
         resolve_gguf(NOT_CACHED, cache_dir=tmp_path)
 
 
+@pytest.mark.real_model
 def test_connect_caps_the_context_to_the_preset(offline: None, model: LlamaCppModel) -> None:
     notes: list[str] = []
     connected = connect(Settings.resolve(env={}, llm_gguf="gemma3-270m", context_window=N_CTX), on_note=notes.append)
@@ -184,6 +194,7 @@ def test_presets_are_well_formed() -> None:
     assert [p.file_mb for p in PRESETS] == sorted((p.file_mb for p in PRESETS), reverse=True)
 
 
+@pytest.mark.real_model
 def test_json_actions_give_a_base_model_real_tool_calls_in_auto_mode(model: LlamaCppModel) -> None:
     tools = [READ_TOOL, {"type": "function", "function": {
         "name": "grep", "description": "search", "parameters": {
@@ -195,6 +206,7 @@ def test_json_actions_give_a_base_model_real_tool_calls_in_auto_mode(model: Llam
             assert call.name in ("read", "grep") and isinstance(call.arguments, dict)
 
 
+@pytest.mark.real_model
 def test_a_base_model_offered_no_tools_still_answers_in_words(model: LlamaCppModel) -> None:
     # The wrap-up after a cut-short turn offers no tools; the answer must not come back empty.
     history = [*MESSAGES, {"role": "assistant", "content": None, "tool_calls": [{

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from load_harness import run_load
 from searchbox.settings import Settings
 
 RUNS, CLIENTS = 50, 10
 
 
+@pytest.mark.slow
 def test_many_visitors_submitting_at_once_get_every_run_done_exactly_once() -> None:
     result = run_load(RUNS, CLIENTS)
     print("\n" + "\n".join(f"  {name}: {value}" for name, value in result.table_rows()))

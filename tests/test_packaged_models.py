@@ -154,6 +154,7 @@ def test_every_packaged_model_is_installed_and_pinned_in_requirements() -> None:
             assert f"{part.dist}=={model.version}" in pins
 
 
+@pytest.mark.real_model
 def test_the_real_packaged_qwen_05b_assembles_verifies_and_is_reused(tmp_path: Path) -> None:
     model = PACKAGED[PACKAGED_QWEN_05B]
     started = time.monotonic()

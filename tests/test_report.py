@@ -134,6 +134,7 @@ def test_every_chart_shows_no_data_on_empty_input() -> None:
     assert summary_table(empty).empty
 
 
+@pytest.mark.browser
 def test_report_is_self_contained_with_every_chart_and_pngs(sweep: Path) -> None:
     notes: list[str] = []
     page = write_report(sweep, on_note=notes.append)
@@ -169,6 +170,7 @@ def test_retrieval_only_folder(tmp_path: Path) -> None:
     assert 'id="chart-recall_by_type"' in text and 'id="chart-cost"' not in text
 
 
+@pytest.mark.browser
 def test_report_command(sweep: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "searchbox", "report", str(sweep)], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[1], timeout=180)
