@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 
 class SettingsError(ValueError):
@@ -228,7 +229,11 @@ class Settings:
         config: dict[str, Any] = {}
         for f in knob_fields():
             value = getattr(self, f.name)
-            config[f.name.upper()] = ("set" if value else "unset") if f.metadata["secret"] else value
+            if f.metadata["secret"]:
+                value = "set" if value else "unset"
+            elif isinstance(value, str) and "://" in value:  # an endpoint's user:password@ is a secret too
+                value = without_userinfo(value)
+            config[f.name.upper()] = value
         return config
 
     @property
@@ -243,6 +248,14 @@ class Settings:
     @property
     def jobs_dir(self) -> str:
         return self.searchbox_jobs_dir or os.path.join(self.cache_dir, "jobs")
+
+
+def without_userinfo(url: str) -> str:
+    """A URL as it may be recorded or shown: credentials in it (user:password@) are left out."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def default_cache_dir(configured: str = "") -> str:

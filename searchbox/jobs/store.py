@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 from searchbox.dataroom.workspace import remove_job_folder
 from searchbox.jobs.job import create_job
 from searchbox.records.files import read_json, write_json
-from searchbox.settings import Settings
+from searchbox.settings import Settings, without_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,12 @@ class JobStore:
                base_settings: Settings) -> JobRecord:
         """Lay out a new queued job. DataroomError, SettingsError, ValueError propagate; nothing is left."""
         overrides = public_overrides(overrides)
+        url = overrides.get("llama_url") or ""
+        if without_userinfo(url) != url:  # job.json never holds a password
+            if url != base_settings.llama_url:
+                raise ValueError("The endpoint URL holds a user name and password (user:password@), which would be "
+                                 "stored with the run; use an endpoint that needs none in its URL")
+            del overrides["llama_url"]  # the operator's own: the environment gives it to the run again
         settings = base_settings.with_overrides(**overrides)  # unknown or bad knobs fail before any file exists
         job_id = secrets.token_urlsafe(16)
         staging = self.root / f".staging-{job_id}"

@@ -23,7 +23,7 @@ from searchbox.records.events import Event, load_events
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS
-from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
+from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError, without_userinfo
 from searchbox.tools.catalog import load_catalog
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
@@ -80,6 +80,8 @@ def run_overrides(settings: Settings, budget: float, force: bool, high: list[str
     if llm == ENDPOINT_CHOICE:
         if not settings.searchbox_visitor_endpoints:  # the operator's endpoint, whatever the page sent
             endpoint, model_id = settings.llama_url, settings.model_id
+        elif endpoint.strip() == without_userinfo(settings.llama_url):  # the page shows it without credentials
+            endpoint = settings.llama_url
         if not endpoint.strip():
             raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")
         overrides.update(llama_url=endpoint.strip(), model_id=model_id.strip())
@@ -290,7 +292,7 @@ class RunView:
                     locked = None if settings.searchbox_visitor_endpoints else (
                         "Set by the operator (LLAMA_URL, MODEL_ID): this app lets visitors use its own endpoint only "
                         "(SEARCHBOX_VISITOR_ENDPOINTS=1 opens it).")
-                    endpoint = gr.Textbox(label="Endpoint URL", value=settings.llama_url, placeholder="http://localhost:8080/v1",
+                    endpoint = gr.Textbox(label="Endpoint URL", value=without_userinfo(settings.llama_url), placeholder="http://localhost:8080/v1",
                                           interactive=settings.searchbox_visitor_endpoints, info=locked)
                     model_id = gr.Textbox(label="Model id at the endpoint", value=settings.model_id,
                                           interactive=settings.searchbox_visitor_endpoints, info=locked)
