@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
-from searchbox.records.events import EventBus
+from searchbox.records.events import DONE_REASONS, EventBus
 from searchbox.agent.prompts import CONTINUE, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
@@ -96,7 +96,7 @@ class AgentLoop:
             reason = over.reason
             if over.detail:
                 self.bus.emit("notice", level="error", message=over.detail)
-        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in ("first_turn_done", "budget_spent"),
+        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in DONE_REASONS,
                       tokens=self.session.token_totals())
         return reason
 

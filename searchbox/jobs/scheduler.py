@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from searchbox.agent.control import RunControl, StopRequest
-from searchbox.records.events import Event, Listener
+from searchbox.records.events import DONE_REASONS, Event, Listener
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.settings import Settings
 
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 RunFn = Callable[[Path, Settings, RunControl, list[Listener]], str]
 Subscription = queue.Queue[Event | None]
 
-DONE_REASONS = frozenset({"first_turn_done", "budget_spent"})
 _STOP_REQUESTS = frozenset({"paused", "cancelled", "interrupted"})
 
 # Why the scheduler asked the running run to stop. RunControl keeps only the first request, so when

@@ -25,6 +25,9 @@ EventType = Literal[
     "stop",
 ]
 
+# The stop reasons of a run that did what it was asked; any other stop is a pause, a cancel or a failure.
+DONE_REASONS = frozenset({"first_turn_done", "budget_spent"})
+
 # Deltas are many and tiny; the session file already has the full text.
 _NOT_RECORDED = {"delta"}
 # A recorded row's own keys; the payload sits beside them, so it must not use them (a `turn` in
@@ -57,6 +60,14 @@ def load_events(job_dir: Path) -> list[Event]:
 
 
 Listener = Callable[[Event], None]
+
+
+def dispatch(consumer: object, event: Event) -> None:
+    """Hands the event to the consumer's `_on_<type>` method, where it has one: each consumer names
+    the event types it reads, and ignores the rest."""
+    handler = getattr(consumer, f"_on_{event.type}", None)
+    if handler is not None:
+        handler(event)
 
 
 class EventBus:

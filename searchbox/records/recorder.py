@@ -11,14 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.events import Event
+from searchbox.records.events import DONE_REASONS, Event, dispatch
 from searchbox.records.citations import check_citations
 from searchbox.records.files import append_jsonl, read_json, write_json
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
 
 ANSWER_PATH = Path("work") / "ANSWER.md"
-DONE_REASONS = {"first_turn_done", "budget_spent"}
 
 
 class RunRecorder:
@@ -36,9 +35,7 @@ class RunRecorder:
 
     def __call__(self, event: Event) -> None:
         self.stats.add(event)
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
+        dispatch(self, event)
 
     # -- event handlers ------------------------------------------------------------------
 

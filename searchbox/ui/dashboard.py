@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from searchbox.records.events import Event, load_events
+from searchbox.records.events import Event, dispatch, load_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.records.stats import RunStats
 from searchbox.ui import charts
@@ -29,9 +29,7 @@ class Dashboard:
 
     def add(self, event: Event) -> None:
         self.stats.add(event)
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
+        dispatch(self, event)
 
     def _on_run_start(self, event: Event) -> None:
         # The window the run really has (fitted to its model), which the job's own settings may not know.

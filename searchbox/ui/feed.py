@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from searchbox.records.events import Event
+from searchbox.records.events import Event, dispatch
 from searchbox.agent.prompts import CONTINUE
 from searchbox.ui.answer import inert_markdown
 
@@ -45,9 +45,7 @@ class Feed:
         return self._messages
 
     def add(self, event: Event) -> None:
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
+        dispatch(self, event)
 
     # -- handlers ------------------------------------------------------------------------------
 
