@@ -183,7 +183,7 @@ def _memory(s: Scene) -> bool:
 
 
 def _processes(s: Scene) -> bool:
-    out = s.bash("n=0; for i in $(seq 80); do sleep 5 & n=$((n+1)); done 2>/dev/null; echo started=$(jobs -r | wc -l)")
+    out = s.bash("for i in $(seq 80); do sleep 5 & done 2>/dev/null; echo started=$(jobs -r | wc -l)")
     started = [line for line in out.text.splitlines() if line.startswith("started=")]
     return bool(started) and int(started[0].split("=")[1]) > PROCESS_LIMIT
 

@@ -87,8 +87,8 @@ class JobBudget:
             if self._remove(entry):
                 removed.append(entry.path)
                 total, count = total - entry.bytes, count - 1
-        rest = sorted((e for e in fresh if e.path not in set(removed)),
-                      key=lambda e: (-e.path.count("/"), -e.ctime_ns))
+        gone = set(removed)
+        rest = sorted((e for e in fresh if e.path not in gone), key=lambda e: (-e.path.count("/"), -e.ctime_ns))
         for entry in rest:
             if count <= self.inodes:
                 break

@@ -23,9 +23,8 @@ class PlumbingError(OSError):
 class Scratch:
     """An open handle on work/.searchbox/<parts>: every name is looked up inside that very folder."""
 
-    def __init__(self, fd: int, shown: str, repairs: list[str]) -> None:
+    def __init__(self, fd: int, repairs: list[str]) -> None:
         self.fd = fd
-        self.shown = shown  # the path relative to work/, as the agent sees it
         self.repairs = repairs  # what had to be put back, for the job's output
 
     def __enter__(self) -> Scratch:
@@ -65,7 +64,7 @@ def open_scratch(work: Path, *parts: str) -> Scratch:
     except BaseException:
         os.close(fd)
         raise
-    return Scratch(fd, shown, repairs)
+    return Scratch(fd, repairs)
 
 
 def remove_scratch_file(work: Path, name: str) -> None:
@@ -78,7 +77,7 @@ def remove_scratch_file(work: Path, name: str) -> None:
         return
     finally:
         os.close(parent)
-    with Scratch(scratch, SCRATCH, []) as folder:
+    with Scratch(scratch, []) as folder:
         folder.remove(name)
 
 

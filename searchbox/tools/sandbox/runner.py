@@ -54,7 +54,7 @@ class SandboxResult:
     truncated_bytes: int  # bytes dropped from the start of `output` (all of them are in the spill file)
     airgap: str  # netns, landlock or none
     total_lines: int  # lines of the whole output, kept or not
-    level: str = "namespaces"
+    level: str  # namespaces, landlock or off (see levels.py)
     removed: list[str] = field(default_factory=list)  # what the command wrote past the job's budget, removed
     repairs: list[str] = field(default_factory=list)  # plumbing put back before the command ran
     peak_memory_bytes: int | None = None  # of the whole command, where a cgroup measured it
