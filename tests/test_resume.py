@@ -28,8 +28,8 @@ from searchbox.ui.feed import Feed
 
 QUESTION = "When does the office lease end?"
 SUMMARY = "## Goal\nFind the lease end.\n## Progress\nListed the room, read the lease."
-# What differs between two runs that did the same work: when they ran, and for how long.
-_CLOCK_KEYS = {"timestamp", "elapsed_s", "elapsed_seconds"}
+# What differs between two turns.jsonl rows of runs that did the same work: when, and for how long.
+_CLOCK_KEYS = {"timestamp", "elapsed_s"}
 
 
 def _usage(prompt: int, completion: int = 5) -> dict[str, int]:
