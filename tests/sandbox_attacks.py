@@ -35,6 +35,7 @@ DISK_BUDGET = 64 * 2**20
 INODE_BUDGET = 1000
 MEMORY_LIMIT = 256 * 2**20
 PROCESS_LIMIT = 32
+CPU_LIMIT = 0.25
 
 
 @dataclass
@@ -64,7 +65,8 @@ class Scene:
 
     def bash(self, command: str, **config: object) -> ToolOutput:
         sandbox = SandboxConfig(level=self.level, job_disk_bytes=DISK_BUDGET, job_inodes=INODE_BUDGET,
-                                memory_bytes=MEMORY_LIMIT, max_processes=PROCESS_LIMIT, **config)  # type: ignore[arg-type]
+                                memory_bytes=MEMORY_LIMIT, max_processes=PROCESS_LIMIT, cpus=CPU_LIMIT,
+                                **config)  # type: ignore[arg-type]
         return run_builtin(BuiltinContext(self.work, SourceLedger(), sandbox), "bash", {"command": command, "timeout": 30})
 
     def dataroom_digest(self) -> str:
@@ -188,6 +190,12 @@ def _processes(s: Scene) -> bool:
     return bool(started) and int(started[0].split("=")[1]) > PROCESS_LIMIT
 
 
+def _cpu(s: Scene) -> bool:
+    out = s.bash("TIMEFORMAT=%U+%S; time (for i in 1 2; do timeout 2 sh -c 'while :; do :; done' & done; wait)")
+    used = out.text.strip().splitlines()[0]
+    return sum(float(part) for part in used.split("+")) > 2 * CPU_LIMIT * 1.5
+
+
 def _plumbing_link(s: Scene) -> bool:
     host = s.base / "host-folder"
     host.mkdir(exist_ok=True)
@@ -229,6 +237,7 @@ ATTACKS = [
     Attack(f"make 3,000 files against a {INODE_BUDGET:,}-file job budget", _inodes),
     Attack(f"hold 3 x 120 MB at once under a {MEMORY_LIMIT >> 20} MiB command limit", _memory),
     Attack(f"run 80 processes at once under a {PROCESS_LIMIT}-process limit", _processes),
+    Attack(f"spin 2 processes for 2 s under a {CPU_LIMIT}-CPU limit", _cpu),
     Attack("swap work/.searchbox for a link so the app writes or deletes a host file", _plumbing_link),
     Attack("make a FIFO that would stall the in-process tools", _fifo),
 ]

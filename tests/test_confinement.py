@@ -174,6 +174,16 @@ def test_memory_and_processes_are_bounded_for_the_whole_command(level: str, work
     assert "fork: " in forks.output  # bash's fork failed at the limit (EAGAIN, or interrupted while it retried)
 
 
+@pytest.mark.parametrize("level", CONFINING)
+def test_cpu_is_bounded_for_the_whole_command(level: str, work: Path) -> None:
+    level_or_skip(level)
+    if "rlimit" in hierarchies().describe()["cpu"]:
+        pytest.skip("this host gives the app no writable cpu cgroup: CPU seconds are bounded per process only")
+    spin = "TIMEFORMAT=%U+%S; time (for i in 1 2; do timeout 2 sh -c 'while :; do :; done' & done; wait)"
+    used = run(spin, work, level, cpus=0.1).output.strip().splitlines()[-1]
+    assert sum(float(part) for part in used.split("+")) < 0.45  # 0.1 CPU for 2 s, where two spinners would take 4
+
+
 def test_a_swapped_searchbox_link_never_makes_the_app_touch_a_host_file(work: Path) -> None:
     level_or_skip("namespaces")  # the Landlock level refuses the swap itself (no folder may be removed)
     host = work.parent / "host"

@@ -1,7 +1,8 @@
-"""Memory and process limits for a whole bash command, and a kill that misses nothing, through a
-cgroup made for each call under the app's own: cgroup v2 where the host gives one with the memory and
-pids controllers, else the cgroup v1 memory and pids hierarchies, each where it is writable. What
-this host allows is found once and recorded; without any, the per-process rlimits are what is left."""
+"""Memory, process and CPU limits for a whole bash command, and a kill that misses nothing, through
+cgroups made for each call under the app's own: cgroup v2 where the host gives one with the
+controllers enabled, else the cgroup v1 memory, pids and cpu hierarchies, each where it is writable.
+What this host allows is found once and recorded; without any, the per-process rlimits are what is
+left (address space, RLIMIT_NPROC, CPU seconds)."""
 
 from __future__ import annotations
 
@@ -14,23 +15,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _COUNTER = itertools.count(1)
+CONTROLLERS = ("memory", "pids", "cpu")
+_PERIOD_US = 100_000
+_FALLBACK = {"memory": "rlimit (address space per process)", "pids": "rlimit (RLIMIT_NPROC, per user)",
+             "cpu": "rlimit (CPU seconds per process)"}
 
 
 @dataclass(frozen=True)
 class Hierarchies:
     v2: Path | None  # the app's own cgroup v2 folder, if writable
-    v2_controllers: frozenset[str]  # of memory, pids: those enabled for its children
-    v1_memory: Path | None
-    v1_pids: Path | None
+    v2_controllers: frozenset[str]  # those of CONTROLLERS enabled for its children
+    v1: dict[str, Path]  # controller -> the app's writable cgroup v1 folder, for those not in v2
 
     def describe(self) -> dict[str, str]:
-        """How memory, processes and the final kill are bounded, as the run record says it."""
-        def where(controller: str, v1: Path | None) -> str:
+        """How memory, processes, CPU and the final kill are bounded, as the run record says it."""
+        def where(controller: str) -> str:
             if controller in self.v2_controllers:
                 return "cgroup v2 (whole command)"
-            return "cgroup v1 (whole command)" if v1 else "rlimit (per process)"
-        kill = "cgroup.kill" if self.v2 else "cgroup v1 procs" if (self.v1_pids or self.v1_memory) else "subreaper"
-        return {"memory": where("memory", self.v1_memory), "processes": where("pids", self.v1_pids), "kill": kill}
+            return "cgroup v1 (whole command)" if controller in self.v1 else _FALLBACK[controller]
+        kill = "cgroup.kill" if self.v2 else "cgroup v1 procs" if self.v1 else "subreaper"
+        return {"memory": where("memory"), "processes": where("pids"), "cpu": where("cpu"), "kill": kill}
 
 
 @functools.cache
@@ -40,35 +44,37 @@ def hierarchies() -> Hierarchies:
     v2 = _writable(mounts.get("cgroup2"), own.get(""))
     controllers: set[str] = set()
     if v2 is not None:
-        offered = set((v2 / "cgroup.controllers").read_text().split()) & {"memory", "pids"}
+        offered = set((v2 / "cgroup.controllers").read_text().split()) & set(CONTROLLERS)
         for name in offered:  # enabling them fails while the app's cgroup holds processes (not the root)
             try:
                 (v2 / "cgroup.subtree_control").write_text(f"+{name}")
             except OSError:
                 pass
         controllers = set((v2 / "cgroup.subtree_control").read_text().split()) & offered
-    memory = None if "memory" in controllers else _writable(mounts.get("memory"), own.get("memory"))
-    pids = None if "pids" in controllers else _writable(mounts.get("pids"), own.get("pids"))
-    return Hierarchies(v2, frozenset(controllers), memory, pids)
+    v1 = {name: folder for name in CONTROLLERS if name not in controllers
+          if (folder := _writable(mounts.get(name), own.get(name))) is not None}
+    return Hierarchies(v2, frozenset(controllers), v1)
 
 
 class CallGroup:
     """The cgroups of one bash call: joined by the child before exec, killed and removed after."""
 
-    def __init__(self, memory_bytes: int, processes: int) -> None:
-        self.where = hierarchies()
+    def __init__(self, memory_bytes: int, processes: int, cpus: float) -> None:
+        where = hierarchies()
         name = f"searchbox-{os.getpid()}-{next(_COUNTER)}"
+        quota = str(int(cpus * _PERIOD_US))
         self.dirs: list[Path] = []
-        if self.where.v2 is not None:
-            self._make(self.where.v2 / name, {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes})
-        if self.where.v1_memory is not None:
-            self._make(self.where.v1_memory / name, {"memory.limit_in_bytes": memory_bytes,
-                                                     "memory.memsw.limit_in_bytes": memory_bytes})
-        if self.where.v1_pids is not None:
-            self._make(self.where.v1_pids / name, {"pids.max": processes})
+        if where.v2 is not None:
+            self._make(where.v2 / name, {"memory.max": str(memory_bytes), "memory.swap.max": "0",
+                                         "pids.max": str(processes), "cpu.max": f"{quota} {_PERIOD_US}"})
+        limits = {"memory": {"memory.limit_in_bytes": str(memory_bytes), "memory.memsw.limit_in_bytes": str(memory_bytes)},
+                  "pids": {"pids.max": str(processes)},
+                  "cpu": {"cpu.cfs_period_us": str(_PERIOD_US), "cpu.cfs_quota_us": quota}}
+        for controller, folder in where.v1.items():
+            self._make(folder / name, limits[controller])
         self.procs = [str(d / "cgroup.procs") for d in self.dirs]
 
-    def _make(self, folder: Path, limits: dict[str, int]) -> None:
+    def _make(self, folder: Path, limits: dict[str, str]) -> None:
         try:
             folder.mkdir()
         except OSError:
@@ -77,7 +83,7 @@ class CallGroup:
         for key, value in limits.items():
             if (folder / key).exists():
                 try:
-                    (folder / key).write_text(str(value))
+                    (folder / key).write_text(value)
                 except OSError:  # memsw without swap accounting, swap.max without swap
                     pass
 
@@ -127,7 +133,7 @@ def _pids(folder: Path) -> list[int]:
 
 
 def _mounts() -> dict[str, tuple[Path, str]]:
-    """cgroup2, memory and pids: (mount point, the cgroup path mounted there)."""
+    """cgroup2 and the v1 controllers: (mount point, the cgroup path mounted there)."""
     found: dict[str, tuple[Path, str]] = {}
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, _, right = line.partition(" - ")
@@ -136,7 +142,7 @@ def _mounts() -> dict[str, tuple[Path, str]]:
             found.setdefault("cgroup2", (Path(fields[4]), fields[3]))
         elif tail and tail[0] == "cgroup":
             for option in tail[2].split(","):
-                if option in ("memory", "pids"):
+                if option in CONTROLLERS:
                     found.setdefault(option, (Path(fields[4]), fields[3]))
     return found
 

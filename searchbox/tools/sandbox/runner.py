@@ -38,6 +38,7 @@ class SandboxConfig:
     address_space_bytes: int = 4 * 2**30  # per process
     memory_bytes: int = 2 * 2**30  # the whole command, where a cgroup holds it
     max_processes: int = 256  # the whole command, where a cgroup holds it
+    cpus: float = 1.0  # CPU time per wall second for the whole command, where a cgroup holds it
     extra_processes: int = 256  # RLIMIT_NPROC: on top of what the user already runs (it counts them all)
     file_size_bytes: int = 2**30  # also caps the spill file
     disk_bytes: int = 2 * 2**30  # of the disk's free space that one command may use up before it is killed
@@ -86,7 +87,7 @@ def run_sandboxed(
         spill_name, spill_fd = _new_spill(scratch) if spill else (None, None)
     budget = JobBudget(cwd, config.job_disk_bytes, config.job_inodes)
     argv = _argv(level, cwd, ["bash", "-c", command])
-    group = CallGroup(config.memory_bytes, config.max_processes)
+    group = CallGroup(config.memory_bytes, config.max_processes, config.cpus)
     disk = _DiskWatch(cwd, config.disk_bytes)
     capture = Capture(output_cap_bytes, spill_fd, config.file_size_bytes)
     user = os.getuid() if level.name != "namespaces" or os.geteuid() != 0 else namespaces.SANDBOX_UID
