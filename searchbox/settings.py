@@ -144,6 +144,13 @@ class Settings:
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
     searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")
     searchbox_max_upload_mb: int = knob(200, "the app refuses uploads larger than this before storing them")
+    searchbox_keep_days: int = knob(14, "the app deletes finished runs older than this many days (0 = keeps them)")
+    searchbox_jobs_max_mb: int = knob(
+        20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)"
+    )
+    searchbox_max_queued_runs: int = knob(
+        5, "runs one visitor of the app may have queued, running or preempted at once (0 = no limit)"
+    )
     searchbox_visitor_endpoints: bool = knob(
         False, "visitors of the app may point a run at an LLM endpoint URL of their own (keep off on a public demo)"
     )

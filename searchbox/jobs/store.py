@@ -6,6 +6,10 @@ queue and the history survive a restart (SPEC 3, Jobs).
 
 A job is built in a hidden staging folder and renamed into place only once its job.json exists, so
 a refused dataroom or a crash mid-create never leaves a half-made job that listing would show.
+
+A public app's disk stays bounded (SPEC 5): each new job first prunes finished jobs, oldest first, past
+an age and while all jobs take more than a total size; a queued, running, paused or held job is never
+removed. A visitor may have only so many runs waiting at once, so one cannot fill the queue all wait in.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import logging
 import os
 import re
 import secrets
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -30,6 +36,8 @@ log = logging.getLogger(__name__)
 JobState = Literal["queued", "running", "paused", "held", "done", "failed", "cancelled"]
 STATES: frozenset[str] = frozenset(get_args(JobState))
 FINISHED: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+# Runs that wait for the model slot or hold it (a preempted one resumes by itself; a held one does not).
+WAITING: frozenset[str] = frozenset({"queued", "running", "paused"})
 
 STATE_FILE = "job.json"
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")  # token_urlsafe output; also keeps ids from naming other paths
@@ -65,13 +73,19 @@ def public_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 _STALE_STAGING_S = 3600  # a half-made job folder this old was left by a crash, not by a create in progress
+_REMOVING = ".removing-"  # a pruned job is renamed out of the listing first, then deleted
 
 
 class JobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._creating: Counter[str] = Counter()  # creates under way per owner, counted against their limit
+        self._finished_bytes: dict[str, int] = {}  # a finished job no longer grows: measured once
         self._remove_stale_staging()
+        for path in root.glob(_REMOVING + "*"):  # a prune cut short by a crash
+            remove_job_folder(path)
 
     def _remove_stale_staging(self) -> None:
         """A kill during `create` leaves a `.staging-*` folder (never listed as a job); free its disk."""
@@ -90,8 +104,25 @@ class JobStore:
         return self.root / job_id
 
     def create(self, question: str, source: Path, overrides: dict[str, Any], owner: str,
-               base_settings: Settings) -> JobRecord:
-        """Lay out a new queued job. DataroomError, SettingsError, ValueError propagate; nothing is left."""
+               base_settings: Settings, *, max_waiting: int = 0) -> JobRecord:
+        """Lay out a new queued job, after pruning old ones (SEARCHBOX_KEEP_DAYS, SEARCHBOX_JOBS_MAX_MB).
+        max_waiting > 0: refused when the owner already has that many runs waiting. DataroomError,
+        SettingsError, ValueError propagate; nothing is left."""
+        with self._lock:  # counted with the creates under way: a burst of submits cannot pass the limit
+            waiting = sum(r.state in WAITING for r in self.list(owner)) + self._creating[owner]
+            if max_waiting and waiting >= max_waiting:
+                raise ValueError(f"You already have {waiting} run{'s' if waiting != 1 else ''} queued or running, the "
+                                 "most one visitor may have at once; wait for one to finish, or cancel one in the Jobs tab.")
+            self._creating[owner] += 1
+        try:
+            self.prune(base_settings.searchbox_keep_days * 86400.0, base_settings.searchbox_jobs_max_mb * 2**20)
+            return self._create(question, source, overrides, owner, base_settings)
+        finally:
+            with self._lock:
+                self._creating[owner] -= 1
+
+    def _create(self, question: str, source: Path, overrides: dict[str, Any], owner: str,
+                base_settings: Settings) -> JobRecord:
         overrides = public_overrides(overrides)
         url = overrides.get("llama_url") or ""
         if without_userinfo(url) != url:  # job.json never holds a password
@@ -136,6 +167,41 @@ class JobStore:
                 records.append(record)
         return sorted(records, key=lambda r: r.created_at, reverse=True)
 
+    def prune(self, max_age_s: float, max_bytes: int, now: float | None = None) -> list[str]:
+        """Delete finished jobs (0 turns a bound off): those finished more than max_age_s ago, then the
+        oldest while all jobs together take more than max_bytes of disk. The ids deleted."""
+        if not max_age_s and not max_bytes:
+            return []
+        now = time.time() if now is None else now
+        with self._lock:  # two creates at once must not measure or delete the same jobs twice
+            records = sorted(self.list(), key=lambda r: r.updated_at)  # updated last when it finished
+            sizes = {r.id: self._disk_bytes(r) for r in records}
+            total, removed = sum(sizes.values()), []
+            for record in (r for r in records if r.finished):
+                too_old = bool(max_age_s) and now - record.updated_at > max_age_s
+                if too_old or (max_bytes and total > max_bytes):
+                    self._remove(record.id)
+                    total -= sizes[record.id]
+                    removed.append(record.id)
+        if removed:
+            log.info("removed %d finished job(s) past SEARCHBOX_KEEP_DAYS or SEARCHBOX_JOBS_MAX_MB; jobs now take %d MB",
+                     len(removed), total // 2**20)
+        return removed
+
+    def _disk_bytes(self, record: JobRecord) -> int:
+        if record.id in self._finished_bytes:
+            return self._finished_bytes[record.id]
+        size = _disk_bytes(self.job_dir(record.id))
+        if record.finished:
+            self._finished_bytes[record.id] = size
+        return size
+
+    def _remove(self, job_id: str) -> None:
+        doomed = self.root / f"{_REMOVING}{job_id}"
+        os.rename(self.job_dir(job_id), doomed)  # out of every listing at once
+        remove_job_folder(doomed)
+        self._finished_bytes.pop(job_id, None)
+
     def _load(self, job_dir: Path) -> JobRecord | None:
         """The job's record; a missing or corrupt job.json is logged and skipped, never raised."""
         data = read_json(job_dir / STATE_FILE)
@@ -150,3 +216,21 @@ class JobStore:
             log.warning("skipping job %s: its %s is missing or corrupt (%s)", job_dir.name, STATE_FILE, exc)
             return None
         return record
+
+
+def _disk_bytes(folder: Path) -> int:
+    """Disk a folder takes (allocated blocks: a sparse file counts what it uses), links never followed."""
+    total, pending = 0, [folder]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:  # removed meanwhile, or unreadable: it takes nothing we could free
+            continue
+        for entry in entries:
+            try:
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+            except OSError:
+                continue
+    return total

@@ -159,7 +159,8 @@ class RunView:
         source = Path(upload) if upload else BUILTIN_DATAROOM
         try:
             record = await asyncio.to_thread(self.services.store.create, question, source, overrides, owner,
-                                             self.services.settings)
+                                             self.services.settings,
+                                             max_waiting=self.services.settings.searchbox_max_queued_runs)
         except (DataroomError, SettingsError, ValueError) as exc:
             raise gr.Error(str(exc)) from exc
         if jina_key:

@@ -1,0 +1,152 @@
+"""A public app's disk stays bounded and its queue shared (SPEC 5): finished jobs are deleted past an
+age and, oldest first, while all jobs take more than a total size; a queued, running, paused or held
+job never is; one visitor may have only so many runs waiting. Real job folders, real files."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SMALL_DATAROOM, write_tree
+from searchbox.jobs.store import STATE_FILE, JobRecord, JobStore
+from searchbox.records.files import write_json
+from searchbox.settings import Settings
+
+DAY = 86400.0
+MB = 2**20
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "room", SMALL_DATAROOM)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return JobStore(tmp_path / "jobs")
+
+
+def settings(**knobs: object) -> Settings:
+    return Settings.resolve(env={}, searchbox_tools="", **knobs)
+
+
+def job(store: JobStore, source: Path, state: str, days_ago: float, megabytes: int = 0, owner: str = "alice") -> JobRecord:
+    """A job in `state`, last changed `days_ago`, holding `megabytes` of real (not sparse) data."""
+    record = store.create(f"a {state} job", source, {}, owner, settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0))
+    record.state, record.updated_at = state, time.time() - days_ago * DAY
+    write_json(store.job_dir(record.id) / STATE_FILE, dataclasses.asdict(record))  # save() would stamp it now
+    if megabytes:
+        (store.job_dir(record.id) / "work" / "blob.bin").write_bytes(b"x" * megabytes * MB)
+    return record
+
+
+def left(store: JobStore) -> set[str]:
+    return {r.id for r in store.list()}
+
+
+def test_finished_jobs_past_the_age_go_and_unfinished_ones_never(store: JobStore, source: Path) -> None:
+    old = {state: job(store, source, state, days_ago=30) for state in ("done", "failed", "cancelled", "queued",
+                                                                       "running", "paused", "held")}
+    recent = job(store, source, "done", days_ago=1)
+    removed = store.prune(max_age_s=14 * DAY, max_bytes=0)
+    assert set(removed) == {old[s].id for s in ("done", "failed", "cancelled")}
+    assert left(store) == {old[s].id for s in ("queued", "running", "paused", "held")} | {recent.id}
+    assert not any(store.job_dir(i).exists() for i in removed)
+    assert [p.name for p in store.root.iterdir() if p.name.startswith(".")] == []  # nothing half-deleted
+
+
+def test_the_oldest_finished_jobs_go_first_until_the_total_fits(store: JobStore, source: Path) -> None:
+    oldest = job(store, source, "done", days_ago=5, megabytes=3)
+    running = job(store, source, "running", days_ago=4, megabytes=3)
+    older = job(store, source, "failed", days_ago=3, megabytes=3)
+    newer = job(store, source, "done", days_ago=2, megabytes=3)
+    newest = job(store, source, "cancelled", days_ago=1, megabytes=3)
+    assert store.prune(max_age_s=0, max_bytes=10 * MB) == [oldest.id, older.id]  # 15 MB -> 12 -> 9, under 10
+    assert left(store) == {running.id, newer.id, newest.id}
+    # A cap no finished job can meet: they all go, the running one stays.
+    assert store.prune(max_age_s=0, max_bytes=1 * MB) == [newer.id, newest.id]
+    assert left(store) == {running.id}
+
+
+def test_a_sparse_file_counts_the_disk_it_uses(store: JobStore, source: Path) -> None:
+    sparse = job(store, source, "done", days_ago=2)
+    with (store.job_dir(sparse.id) / "work" / "hole.bin").open("wb") as handle:
+        handle.truncate(512 * MB)  # no disk: nothing to free by deleting it before others
+    kept = job(store, source, "done", days_ago=1)
+    assert store.prune(max_age_s=0, max_bytes=64 * MB) == []
+    assert left(store) == {sparse.id, kept.id}
+
+
+def test_each_new_job_applies_the_knobs(store: JobStore, source: Path) -> None:
+    stale = job(store, source, "done", days_ago=20)
+    fresh = store.create("new", source, {}, "bob", settings(searchbox_keep_days=14))
+    assert left(store) == {fresh.id}
+    assert not store.job_dir(stale.id).exists()
+    kept = job(store, source, "done", days_ago=20)
+    store.create("again", source, {}, "bob", settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0))
+    assert kept.id in left(store)
+
+
+def test_a_visitor_has_only_so_many_runs_waiting(store: JobStore, source: Path) -> None:
+    base = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
+    first = store.create("1", source, {}, "alice", base, max_waiting=2)
+    store.create("2", source, {}, "alice", base, max_waiting=2)
+    with pytest.raises(ValueError, match="You already have 2 runs queued or running.*cancel one in the Jobs tab"):
+        store.create("3", source, {}, "alice", base, max_waiting=2)
+    assert len(store.list("alice")) == 2  # nothing was laid out for the refused one
+    store.create("someone else's", source, {}, "bob", base, max_waiting=2)
+    first.state = "done"
+    store.save(first)
+    store.create("3", source, {}, "alice", base, max_waiting=2)
+    held = store.list("alice")[0]
+    held.state = "held"  # a run the visitor paused waits for no slot
+    store.save(held)
+    store.create("4", source, {}, "alice", base, max_waiting=2)
+
+
+def test_a_burst_of_submits_cannot_pass_the_limit(store: JobStore, source: Path) -> None:
+    base = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
+    outcomes: list[str] = []
+    start = threading.Barrier(6)
+
+    def submit(n: int) -> None:
+        start.wait()
+        try:
+            store.create(f"burst {n}", source, {}, "alice", base, max_waiting=3)
+            outcomes.append("accepted")
+        except ValueError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=submit, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["accepted"] * 3 + ["refused"] * 3
+    assert len(store.list("alice")) == 3
+
+
+def test_the_app_tells_a_visitor_past_the_limit_why(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    from app_server import running_app, throwaway_home
+    from load_harness import search_args
+    from scripted_endpoint import Reply, ScriptedEndpoint
+
+    slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)  # a run of several seconds
+    with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("queue-limit") as home, \
+            running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_RUNS="1") as url:
+        client = Client(url, verbose=False)
+        first = client.submit(*search_args("first", "alice"), api_name="/search")
+        deadline = time.time() + 60
+        while not endpoint.requests and time.time() < deadline:  # the first run holds the model slot
+            time.sleep(0.2)
+        with pytest.raises(Exception, match="You already have 1 run queued or running"):
+            client.predict(*search_args("second", "alice"), api_name="/search")
+        other = Client(url, verbose=False).submit(*search_args("bob's", "bob"), api_name="/search")
+        assert "**done**" in str(first.result(timeout=120)[0])
+        assert "**done**" in str(other.result(timeout=120)[0])  # another visitor was never held back
