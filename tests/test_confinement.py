@@ -273,3 +273,60 @@ def test_the_cli_runs_one_bash_call_at_a_chosen_level(job: Path) -> None:
                                       "BASH_SANDBOX=namespaces", "--args", '{"command": "echo ran"}')
     assert refused.returncode == 1 and "note: bash is not offered in this run" in refused.stderr
     assert "ran" not in json.loads(refused.stdout)["output"]
+
+
+_AS_AN_ORDINARY_USER = """
+import json, os, subprocess, sys, time
+from pathlib import Path
+from searchbox.tools.sandbox import SandboxConfig, choose, run_sandboxed
+work = Path(sys.argv[1])
+level = choose("landlock")
+if level.name != "landlock":
+    print(json.dumps({"skip": level.reason}))
+    raise SystemExit
+os.environ["JINA_API_KEY"] = "unused"
+app = subprocess.Popen(["sleep", "600"], env={"JINA_API_KEY": "secret-of-the-app-user"})
+command = (f"cat {work.parent}/outside.txt; cat /proc/{app.pid}/environ; kill -9 {app.pid}; "
+           "chmod -R u+w dataroom; echo forged > dataroom/a.md; ln dataroom/a.md x; mv dataroom d2; "
+           f"setsid sleep {4000 + 242} & echo ok > mine.txt")  # (this script's own text holds no 4242)
+result = run_sandboxed(command, work, 30, output_cap_bytes=20_000, config=SandboxConfig(level="landlock"))
+time.sleep(0.3)
+survivors = subprocess.run(["pgrep", "-f", f"sleep {4000 + 242}"], capture_output=True, text=True).stdout.split()
+print(json.dumps({"output": result.output, "app_alive": app.poll() is None, "survivors": survivors}))
+app.kill()
+"""
+
+
+def test_landlock_holds_for_an_app_running_as_an_ordinary_user() -> None:
+    """The issue's fallback case: the app as an ordinary user (no cgroups, bash as the same user, the
+    dataroom its own): the app's environment, its processes, the dataroom and the host stay out of reach."""
+    import shutil
+    import tempfile
+
+    python = "/usr/bin/python3"  # the sandbox needs only the standard library; the venv may not be reachable
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or not Path(python).exists():
+        pytest.skip("needs root (to become another user), setpriv and a system python3")
+    base = Path(tempfile.mkdtemp(prefix="searchbox-user-"))
+    try:
+        base.chmod(0o755)
+        (base / "outside.txt").write_text("a host secret")
+        work = base / "work"
+        (work / "dataroom").mkdir(parents=True)
+        (work / "dataroom" / "a.md").write_text("original")
+        subprocess.run(["chown", "-R", "65534:65534", str(work)], check=True)
+        (base / "outside.txt").chmod(0o644)  # readable by the user: only Landlock keeps bash from it
+        (work / "dataroom" / "a.md").chmod(0o444)
+        (work / "dataroom").chmod(0o555)
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
+                               _AS_AN_ORDINARY_USER, str(work)], capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"]})
+        assert done.returncode == 0, done.stderr[-2000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        if "skip" in report:
+            pytest.skip(report["skip"])
+        assert "a host secret" not in report["output"] and "secret-of-the-app-user" not in report["output"]
+        assert report["app_alive"] and report["survivors"] == []
+        assert (work / "dataroom" / "a.md").read_text() == "original" and (work / "mine.txt").read_text() == "ok\n"
+        assert sorted(p.name for p in work.iterdir() if not p.name.startswith(".")) == ["dataroom", "mine.txt"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
