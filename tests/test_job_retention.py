@@ -130,7 +130,28 @@ def test_a_burst_of_submits_cannot_pass_the_limit(store: JobStore, source: Path)
     assert len(store.list("alice")) == 3
 
 
-def test_the_app_tells_a_visitor_past_the_limit_why(tmp_path: Path) -> None:
+def test_a_finished_job_can_be_deleted_and_only_that(store: JobStore, source: Path) -> None:
+    done, running = job(store, source, "done", days_ago=0), job(store, source, "running", days_ago=0)
+    assert not store.delete(running.id) and not store.delete("no-such-job-0123456789")
+    assert store.delete(done.id) and not store.job_dir(done.id).exists()
+    assert left(store) == {running.id}
+
+
+def test_an_operators_view_lists_every_run_but_deletes_only_ones_own(store: JobStore, source: Path) -> None:
+    import gradio as gr
+
+    from searchbox.ui.jobs_view import JobsView
+    from searchbox.ui.services import Services
+
+    alices = job(store, source, "done", days_ago=0, owner="alice")
+    view = JobsView(Services(settings(searchbox_operator=True), store, scheduler=None))  # type: ignore[arg-type]
+    assert view.table("bob")[2] == [alices.id]  # bob sees it ...
+    with pytest.raises(gr.Error, match="No such job among your runs"):
+        view.delete(alices.id, "bob")  # ... and cannot delete it
+    assert view.delete(alices.id, "alice")[2] == [] and not store.job_dir(alices.id).exists()
+
+
+def test_the_app_limits_waiting_runs_and_deletes_finished_ones(tmp_path: Path) -> None:
     from gradio_client import Client
 
     from app_server import running_app, throwaway_home
@@ -140,13 +161,22 @@ def test_the_app_tells_a_visitor_past_the_limit_why(tmp_path: Path) -> None:
     slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)  # a run of several seconds
     with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("queue-limit") as home, \
             running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_RUNS="1") as url:
-        client = Client(url, verbose=False)
-        first = client.submit(*search_args("first", "alice"), api_name="/search")
+        alice, bob = Client(url, verbose=False), Client(url, verbose=False)
+        first = alice.submit(*search_args("first", "alice"), api_name="/search")
         deadline = time.time() + 60
         while not endpoint.requests and time.time() < deadline:  # the first run holds the model slot
             time.sleep(0.2)
         with pytest.raises(Exception, match="You already have 1 run queued or running"):
-            client.predict(*search_args("second", "alice"), api_name="/search")
-        other = Client(url, verbose=False).submit(*search_args("bob's", "bob"), api_name="/search")
+            alice.predict(*search_args("second", "alice"), api_name="/search")
+        (job_id,) = [choice[1] for choice in alice.predict("alice", api_name="/jobs")[1]["choices"]]
+        with pytest.raises(Exception, match="Only a finished run can be deleted"):
+            alice.predict(job_id, "alice", api_name="/delete_job")
+        other = bob.submit(*search_args("bob's", "bob"), api_name="/search")
         assert "**done**" in str(first.result(timeout=120)[0])
         assert "**done**" in str(other.result(timeout=120)[0])  # another visitor was never held back
+
+        with pytest.raises(Exception):  # not among bob's runs, so not even a choice on his page
+            bob.predict(job_id, "bob", api_name="/delete_job")
+        rows = alice.predict(job_id, "alice", api_name="/delete_job")[0]
+        assert rows["data"] == [] and not (home / "jobs" / job_id).exists()
+        assert len(bob.predict("bob", api_name="/jobs")[0]["data"]) == 1

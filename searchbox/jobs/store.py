@@ -188,6 +188,15 @@ class JobStore:
                      len(removed), total // 2**20)
         return removed
 
+    def delete(self, job_id: str) -> bool:
+        """Delete a finished job (a visitor's Delete); False when there is none, or it is not finished."""
+        with self._lock:
+            record = self.get(job_id)
+            if record is None or not record.finished:
+                return False
+            self._remove(job_id)
+            return True
+
     def _disk_bytes(self, record: JobRecord) -> int:
         if record.id in self._finished_bytes:
             return self._finished_bytes[record.id]

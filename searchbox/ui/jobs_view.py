@@ -1,5 +1,5 @@
 """The Jobs tab: the queue and history of a visitor's runs (every run for an operator), with pause,
-resume and cancel, and any run's dashboard drawn from its records alone (redrawn from them while
+resume, cancel and delete, and any run's dashboard drawn from its records alone (redrawn from them while
 the run goes on)."""
 
 from __future__ import annotations
@@ -86,6 +86,15 @@ class JobsView:
         getattr(self.services.scheduler, action)(job_id)
         return self.table(owner)
 
+    def delete(self, job_id: str, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
+        """A visitor deletes a run of their own (an operator's view lists others' runs too: not theirs to delete)."""
+        record = self.services.store.get(job_id) if job_id else None
+        if record is None or record.owner != owner:
+            raise gr.Error("No such job among your runs.")
+        if not self.services.store.delete(job_id):
+            raise gr.Error("Only a finished run can be deleted: cancel it first, then delete it.")
+        return self.table(owner)
+
     def build(self, owner: gr.BrowserState) -> None:
         table = gr.Dataframe(headers=COLUMNS, label="Runs (click a row to open it)", interactive=False,
                              elem_id="jobs-table", wrap=True,
@@ -97,6 +106,7 @@ class JobsView:
             pause_button = gr.Button("Pause")
             resume_button = gr.Button("Resume")
             cancel_button = gr.Button("Cancel", variant="stop")
+            delete_button = gr.Button("Delete", variant="stop")
             refresh = gr.Button("Refresh")
         self.heading = gr.Markdown("*Open a run to see its answer, sources and dashboard.*")
         self.panels = RunPanels.build(elem_prefix="job-")
@@ -114,3 +124,4 @@ class JobsView:
         for button, action in ((pause_button, "pause"), (resume_button, "resume"), (cancel_button, "cancel")):
             button.click(lambda job, who, a=action: self.act(a, job, who), [self.chosen, owner], listing,
                          api_name=f"{action}_job")
+        delete_button.click(self.delete, [self.chosen, owner], listing, api_name="delete_job")
