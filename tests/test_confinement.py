@@ -80,6 +80,19 @@ def test_host_files_secrets_and_the_dataroom_stay_out_of_reach(level: str, work:
 
 
 @pytest.mark.parametrize("level", CONFINING)
+def test_a_dataroom_renamed_away_and_forged_is_put_back(level: str, work: Path) -> None:
+    level_or_skip(level)
+    ctx = BuiltinContext(work, SourceLedger(), SandboxConfig(level=level))
+    out = run_builtin(ctx, "bash", {"command": "mv dataroom d2 && mkdir dataroom && echo forged > dataroom/a.md; "
+                                               "mkdir -p notes/sub && touch notes/sub/x && rm -r notes && echo cleaned"})
+    assert "cleaned" in out.text  # folders of the command's own can be removed at every level
+    assert sorted(p.name for p in work.iterdir()) == [".searchbox", "dataroom"]
+    assert (work / "dataroom" / "a.md").read_text() == "original"
+    if level == "landlock":  # namespaces: the dataroom is a mount point, the rename itself is refused
+        assert "[work/dataroom was renamed to work/d2 and something else put in its place: the dataroom was put back]" in out.text
+
+
+@pytest.mark.parametrize("level", CONFINING)
 def test_no_network_no_namespaces_no_ptrace(level: str, work: Path) -> None:
     level_or_skip(level)
     with socket.create_server(("127.0.0.1", 0)) as server:

@@ -11,9 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchbox.tools.sandbox.plumbing import ROOT_MOUNT, SCRATCH
+from searchbox.tools.sandbox.plumbing import DATAROOM, ROOT_MOUNT, SCRATCH
 
-DATAROOM = "dataroom"
 _CTIME_SLACK_NS = 100_000_000  # file times come from a coarse clock that may lag the wall clock
 
 

@@ -4,9 +4,10 @@ signals and abstract UNIX sockets to the command itself; the seccomp filter deni
 ptrace, sockets and device or FIFO nodes, and here file-mode and ACL changes too. An app running as root keeps its uid but
 drops every capability, so file modes bind it too.
 
-Inside work/ a command may create, write and delete files and make folders, but not remove or rename a
-folder: Landlock rights on work/ extend to everything below it, dataroom/ included, so renaming the
-dataroom away and putting a forged one in its place is refused that way."""
+Landlock rights on work/ extend to everything below it, dataroom/ included. File modes keep the
+dataroom's files and folders as they are (chmod is denied); what they do not cover is renaming
+dataroom/ itself inside work/, which the runner undoes after the command (plumbing.DataroomGuard).
+No rename or hard link across folders (REFER) ever carries a dataroom file out."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from searchbox.tools.sandbox import launcher
 from searchbox.tools.sandbox.namespaces import ETC_KEPT, python_roots
-from searchbox.tools.sandbox.plumbing import SCRATCH, TMP, open_scratch
+from searchbox.tools.sandbox.plumbing import TMP, open_scratch
 from searchbox.tools.sandbox.starter import launcher_argv
 
 MIN_ABI = 2  # REFER: without it a hard link could carry a dataroom file out to a writable name
@@ -27,7 +28,7 @@ _SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
 _DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
 _READ = ["read_file", "read_dir"]
 _RUN = ["execute", *_READ]
-_WORK = [*_RUN, "write_file", "truncate", "remove_file", "make_reg", "make_dir", "make_sym"]
+_WORK = [*_RUN, "write_file", "truncate", "remove_file", "remove_dir", "make_reg", "make_dir", "make_sym"]
 
 
 def rules(work: Path) -> list[tuple[str, list[str]]]:
@@ -39,7 +40,6 @@ def rules(work: Path) -> list[tuple[str, list[str]]]:
         ("/proc", _READ),
         *((device, ["read_file", "write_file", "truncate"]) for device in _DEVICES),
         (str(work), _WORK),
-        (str(work / SCRATCH / TMP), [*_WORK, "remove_dir"]),  # TMPDIR users clean up after themselves
     ]
 
 

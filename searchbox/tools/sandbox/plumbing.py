@@ -7,10 +7,12 @@ and the job is told; when that cannot be done, the error says why."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
 SCRATCH = ".searchbox"
+DATAROOM = "dataroom"
 ROOT_MOUNT = "root"  # work/.searchbox/root: where the namespace level builds its root (empty on the host)
 TMP = "tmp"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -115,3 +117,46 @@ def _kind(parent: int, name: str) -> str:
     if stat.S_ISLNK(mode):
         return f"a link to {os.readlink(name, dir_fd=parent)!r}"
     return "a file" if stat.S_ISREG(mode) else "not a folder"
+
+
+class DataroomGuard:
+    """Puts work/dataroom back if a command renamed it away (the Landlock level lets a command remove and
+    rename folders in work/, and cannot single the dataroom out: its rights cover everything below
+    work/). The original can only have been renamed inside work/ (no rename across folders), so after
+    the command it is found by its inode, whatever stands in its place is removed, and it goes back."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        try:
+            info = os.lstat(work / DATAROOM)
+        except FileNotFoundError:
+            self.identity = None
+        else:
+            self.identity = (info.st_dev, info.st_ino)
+
+    def restore(self) -> str:
+        """After the command: "" when the dataroom is where it was, else what was done."""
+        if self.identity is None:
+            return ""
+        fd = os.open(self.work, _DIR_FLAGS)
+        try:
+            try:
+                now = os.stat(DATAROOM, dir_fd=fd, follow_symlinks=False)
+                if (now.st_dev, now.st_ino) == self.identity:
+                    return ""
+            except FileNotFoundError:
+                now = None
+            moved = next((e.name for e in os.scandir(fd)
+                          if (e.stat(follow_symlinks=False).st_dev, e.inode()) == self.identity), None)
+            if moved is None:
+                return "work/dataroom was moved or removed and could not be found to put back"
+            if now is not None:  # an impostor: the command's own making
+                if stat.S_ISDIR(now.st_mode):
+                    shutil.rmtree(DATAROOM, dir_fd=fd)
+                else:
+                    os.unlink(DATAROOM, dir_fd=fd)
+            os.rename(moved, DATAROOM, src_dir_fd=fd, dst_dir_fd=fd)
+            return (f"work/dataroom was renamed to work/{moved}"
+                    f"{' and something else put in its place' if now is not None else ''}: the dataroom was put back")
+        finally:
+            os.close(fd)

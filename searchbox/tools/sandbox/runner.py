@@ -21,7 +21,14 @@ from searchbox.tools.sandbox.budget import JobBudget
 from searchbox.tools.sandbox.capture import Capture
 from searchbox.tools.sandbox.cgroup import CallGroup
 from searchbox.tools.sandbox.levels import Level, choose
-from searchbox.tools.sandbox.plumbing import SCRATCH, TMP, Scratch, open_scratch, remove_scratch_file
+from searchbox.tools.sandbox.plumbing import (
+    SCRATCH,
+    TMP,
+    DataroomGuard,
+    Scratch,
+    open_scratch,
+    remove_scratch_file,
+)
 from searchbox.tools.sandbox.starter import launcher_argv
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -57,7 +64,7 @@ class SandboxResult:
     total_lines: int  # lines of the whole output, kept or not
     level: str  # namespaces, landlock or off (see levels.py)
     removed: list[str] = field(default_factory=list)  # what the command wrote past the job's budget, removed
-    repairs: list[str] = field(default_factory=list)  # plumbing put back before the command ran
+    repairs: list[str] = field(default_factory=list)  # plumbing put back before the command, the dataroom after
     peak_memory_bytes: int | None = None  # of the whole command, where a cgroup measured it
     spill_file: str | None = None  # relative to work/, with `spill`
 
@@ -86,6 +93,7 @@ def run_sandboxed(
         repairs = scratch.repairs + tmp.repairs
         spill_name, spill_fd = _new_spill(scratch) if spill else (None, None)
     budget = JobBudget(cwd, config.job_disk_bytes, config.job_inodes)
+    dataroom = DataroomGuard(cwd)
     argv = _argv(level, cwd, ["bash", "-c", command])
     group = CallGroup(config.memory_bytes, config.max_processes, config.cpus)
     disk = _DiskWatch(cwd, config.disk_bytes)
@@ -112,10 +120,11 @@ def run_sandboxed(
     finally:
         capture.close()
         group.kill_and_remove()  # also when the start failed
+    restored = dataroom.restore()
     _, removed = budget.enforce()
     exit_code = None if stopped else (128 - returncode if returncode < 0 else returncode)
     return SandboxResult(exit_code, capture.text(), stopped == "timeout", stopped == "disk", capture.dropped,
-                         level.airgap, capture.lines(), level.name, removed, repairs, peak,
+                         level.airgap, capture.lines(), level.name, removed, [*repairs, *filter(None, [restored])], peak,
                          f"{SCRATCH}/{spill_name}" if spill_name else None)
 
 
