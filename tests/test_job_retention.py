@@ -151,6 +151,7 @@ def test_an_operators_view_lists_every_run_but_deletes_only_ones_own(store: JobS
     assert view.delete(alices.id, "alice")[2] == [] and not store.job_dir(alices.id).exists()
 
 
+@pytest.mark.slow  # the real app in a subprocess
 def test_the_app_limits_waiting_runs_and_deletes_finished_ones(tmp_path: Path) -> None:
     from gradio_client import Client
 

@@ -41,6 +41,7 @@ def test_credentials_leave_a_url_and_nothing_else_does() -> None:
     assert PASSWORD not in json.dumps(config)
 
 
+@pytest.mark.slow  # a real CLI run in a subprocess
 def test_a_run_uses_the_credentials_and_records_none(tmp_path: Path) -> None:
     out = tmp_path / "job"
     with ScriptedEndpoint(default=Reply(text="The lease ends in 2029.")) as endpoint:
@@ -81,6 +82,7 @@ def test_job_json_never_holds_the_password(tmp_path: Path) -> None:
     assert [p.name for p in store.root.iterdir()] == [record.id]
 
 
+@pytest.mark.slow  # the real app in a subprocess
 def test_visitors_see_the_operators_endpoint_without_its_credentials(tmp_path: Path) -> None:
     operators = with_credentials("http://127.0.0.1:9/v1")
     # With visitor endpoints open, the URL the page shows (without credentials) means the operator's own.
