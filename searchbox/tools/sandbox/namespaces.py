@@ -34,9 +34,9 @@ r=$work/.searchbox/root
 mount -t tmpfs -o mode=755,size=16m searchbox-root "$r"
 mkdir "$r/tmp"
 mount -t tmpfs -o mode=1777,size=256m searchbox-tmp "$r/tmp"
-show() {  # a host folder or file, read-only, at the same path (unless a folder above it is shown already)
+show() {  # a host folder, read-only, at the same path (unless a folder above it is shown already)
     [ -e "$r$1" ] && return 0
-    if [ -d "$1" ]; then mkdir -p "$r$1"; else mkdir -p "$(dirname "$r$1")"; : >"$r$1"; fi
+    mkdir -p "$r$1"
     mount --bind "$1" "$r$1"
     mount -o remount,bind,ro "$r$1"
 }
@@ -45,9 +45,11 @@ for d in /bin /sbin /lib /lib32 /lib64 /libx32; do
 done
 show /usr
 mkdir "$r/etc"
+kept=""  # copied, not bound: one process instead of two mounts each (the new root ends read-only anyway)
 for f in """ + " ".join(ETC_KEPT) + r"""; do
-    if [ -L "/etc/$f" ]; then ln -s "$(readlink "/etc/$f")" "$r/etc/$f"; elif [ -e "/etc/$f" ]; then show "/etc/$f"; fi
+    if [ -e "/etc/$f" ] || [ -L "/etc/$f" ]; then kept="$kept /etc/$f"; fi
 done
+if [ -n "$kept" ]; then cp -a $kept "$r/etc/"; fi
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$r/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
 while [ "$1" != -- ]; do show "$1"; shift; done
