@@ -49,7 +49,7 @@ kept=""  # copied, not bound: one process instead of two mounts each (the new ro
 for f in """ + " ".join(ETC_KEPT) + r"""; do
     if [ -e "/etc/$f" ] || [ -L "/etc/$f" ]; then kept="$kept /etc/$f"; fi
 done
-if [ -n "$kept" ]; then cp -a $kept "$r/etc/"; fi
+if [ -n "$kept" ]; then cp -RP $kept "$r/etc/"; fi  # -RP: links as links; no owners to keep in a user namespace
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$r/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
 while [ "$1" != -- ]; do show "$1"; shift; done
