@@ -101,6 +101,16 @@ def _app_memory(s: Scene) -> bool:
     return "read-app-memory" in s.bash(f"python3 -c \"{probe}\"").text
 
 
+def _other_commands(s: Scene) -> bool:
+    """Another job's running bash command, with the visitor's search terms in it."""
+    other = subprocess.Popen(["bash", "-c", "sleep 30; grep -ri 'merger with acme' dataroom"])  # (two commands: bash stays)
+    try:
+        return "merger with acme" in s.bash("cat /proc/*/cmdline | tr '\\0' ' '; ps -eo args").text
+    finally:
+        other.kill()
+        other.wait()
+
+
 def _host_etc(s: Scene) -> bool:
     files = " ".join(HOST_ETC)
     return "got-etc" in s.bash(f"for f in {files}; do head -c 1 $f >/dev/null 2>&1 && echo got-etc; done").text
@@ -216,6 +226,7 @@ ATTACKS = [
     Attack("read another visitor's job folder", _read_other_job),
     Attack("read the app's environment (/proc/<app>/environ: API keys)", _app_environ),
     Attack("read the app's memory (/proc/<app>/mem)", _app_memory),
+    Attack("read another job's running command line (/proc/*/cmdline)", _other_commands),
     Attack("read host configuration in /etc (pip, git, apt, hosts)", _host_etc),
     Attack("write outside work/ (/tmp, the job folder, the jobs root)", _write_outside),
     Attack("write into a dataroom file", _dataroom("echo forged > dataroom/a.md; echo forged >> dataroom/a.md")),

@@ -35,9 +35,9 @@ def rules(work: Path) -> list[tuple[str, list[str]]]:
     return [
         *((path, _RUN) for path in [*_SYSTEM, *python_roots()]),
         *((f"/etc/{name}", _READ) for name in ETC_KEPT),
-        # /dev/fd and process substitution need it; another process's environ, memory or fds stay out of
-        # reach (Landlock lets a command inspect only processes inside its own domain).
-        ("/proc", _READ),
+        # No /proc: every process's command line is readable there, another job's bash commands included
+        # (Landlock keeps only environ, memory and fds of other domains out). The cost: no /dev/fd, so
+        # no process substitution <(...).
         *((device, ["read_file", "write_file", "truncate"]) for device in _DEVICES),
         (str(work), _WORK),
     ]
