@@ -171,8 +171,12 @@ def seccomp_program(keep_modes: bool) -> list[tuple[int, int, int, int]]:
     return [(op, offset(jt, i), offset(jf, i), k) for i, (op, jt, jf, k) in enumerate(body)]
 
 
+def seccomp_supported() -> bool:
+    return platform.machine() == "x86_64"  # the syscall numbers above
+
+
 def apply_seccomp(keep_modes: bool) -> None:
-    if platform.machine() != "x86_64":
+    if not seccomp_supported():
         raise OSError(errno.ENOSYS, f"the seccomp filter knows x86_64 syscall numbers only, not {platform.machine()}")
     program = seccomp_program(keep_modes)
     filters = b"".join(struct.pack("<HBBI", op, jt, jf, k) for op, jt, jf, k in program)

@@ -49,6 +49,8 @@ class Level:
                                   "filesystem": self.filesystem, "reason": self.reason}
         if self.name == "landlock":
             record["landlock_abi"] = landlock.launcher.landlock_abi()
+        if self.name in ("namespaces", "landlock"):
+            record["seccomp"] = landlock.launcher.seccomp_supported()
         if self.allows_bash:
             record["limits"] = hierarchies().describe()
         return record

@@ -20,6 +20,7 @@ from searchbox.tools.sandbox import landlock, namespaces, unconfined
 from searchbox.tools.sandbox.budget import JobBudget
 from searchbox.tools.sandbox.capture import Capture
 from searchbox.tools.sandbox.cgroup import CallGroup
+from searchbox.tools.sandbox.launcher import seccomp_supported
 from searchbox.tools.sandbox.levels import Level, choose
 from searchbox.tools.sandbox.plumbing import (
     SCRATCH,
@@ -159,7 +160,8 @@ def sandbox_env(work_dir: Path) -> dict[str, str]:
 
 def _argv(level: Level, work: Path, command: list[str]) -> list[str]:
     if level.name == "namespaces":
-        return namespaces.argv(work, launcher_argv({"seccomp": True}, command))
+        # The filter only adds to this level (its namespaces already hold): on another architecture it goes without.
+        return namespaces.argv(work, launcher_argv({"seccomp": seccomp_supported()}, command))
     if level.name == "landlock":
         return launcher_argv(landlock.spec(work), command)
     return unconfined.argv(work, launcher_argv({}, command))
