@@ -173,6 +173,14 @@ def test_the_bash_tool_says_what_went_past_the_budget(work: Path) -> None:
     assert (work / "a.bin").exists() and not (work / "b.bin").exists()
 
 
+def test_a_full_budget_is_said_before_writes_fail(work: Path) -> None:
+    (work / "old.bin").write_bytes(b"x" * 2 * 2**20)
+    ctx = BuiltinContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=2**20))
+    out = run_builtin(ctx, "bash", {"command": "echo note > note.txt"})
+    assert "its whole budget (1 MB): no file can grow until some are removed" in out.text
+    assert (work / "old.bin").exists()  # older files are the job's own: never removed
+
+
 @pytest.mark.parametrize("level", CONFINING)
 def test_memory_and_processes_are_bounded_for_the_whole_command(level: str, work: Path) -> None:
     level_or_skip(level)

@@ -242,7 +242,7 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         status = f"Command stopped: it used more than {ctx.sandbox.disk_bytes // 2**20} MB of disk"
     elif result.exit_code:
         status = f"Command exited with code {result.exit_code}"
-    notes = [*result.repairs]
+    notes = [*result.notes]
     if result.removed:
         shown = ", ".join(result.removed[:5]) + (f" and {len(result.removed) - 5} more" if len(result.removed) > 5 else "")
         notes.append(f"the job's working folder may hold {ctx.sandbox.job_disk_bytes // 2**20} MB and "
@@ -262,7 +262,7 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         "spill_file": result.spill_file if spilled else None,
         "truncated": spilled,
         "removed_past_budget": result.removed,
-        "repairs": result.repairs,
+        "sandbox_notes": result.notes,
         "peak_memory_bytes": result.peak_memory_bytes,
     }
     return ToolOutput(text or "(no output)", is_error=bool(status or result.removed), details=details)

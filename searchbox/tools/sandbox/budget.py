@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from searchbox.tools.sandbox.plumbing import DATAROOM, ROOT_MOUNT, SCRATCH
 
-_CTIME_SLACK_NS = 100_000_000  # file times come from a coarse clock that may lag the wall clock
 
 
 @dataclass(frozen=True)
@@ -62,8 +60,8 @@ class JobBudget:
         self.work = work
         self.disk_bytes = disk_bytes
         self.inodes = inodes
-        self.started_ns = time.time_ns() - _CTIME_SLACK_NS
-        self.before, _ = measure(work)
+        self.before, entries = measure(work)
+        self.seen = {e.path: e.ctime_ns for e in entries}  # what stood before the command, as it stood
 
     @property
     def bytes_left(self) -> int:
@@ -76,7 +74,7 @@ class JobBudget:
         removed: list[str] = []
         if usage.bytes <= self.disk_bytes and usage.inodes <= self.inodes:
             return usage, removed
-        fresh = [e for e in entries if e.ctime_ns >= self.started_ns]
+        fresh = [e for e in entries if self.seen.get(e.path) != e.ctime_ns]  # made or changed by the command
         # Bytes: the largest files first. Inodes: then the deepest, newest entries (a folder after its contents).
         files = sorted((e for e in fresh if not e.is_dir), key=lambda e: -e.bytes)
         total, count = usage.bytes, usage.inodes

@@ -65,7 +65,7 @@ class SandboxResult:
     total_lines: int  # lines of the whole output, kept or not
     level: str  # namespaces, landlock or off (see levels.py)
     removed: list[str] = field(default_factory=list)  # what the command wrote past the job's budget, removed
-    repairs: list[str] = field(default_factory=list)  # plumbing put back before the command, the dataroom after
+    notes: list[str] = field(default_factory=list)  # for the model: plumbing or dataroom put back, a full budget
     peak_memory_bytes: int | None = None  # of the whole command, where a cgroup measured it
     spill_file: str | None = None  # relative to work/, with `spill`
 
@@ -91,9 +91,12 @@ def run_sandboxed(
         raise SandboxUnavailable(level.reason)
     cwd = cwd.resolve()
     with open_scratch(cwd) as scratch, open_scratch(cwd, TMP) as tmp:
-        repairs = scratch.repairs + tmp.repairs
+        notes = scratch.repairs + tmp.repairs
         spill_name, spill_fd = _new_spill(scratch) if spill else (None, None)
     budget = JobBudget(cwd, config.job_disk_bytes, config.job_inodes)
+    if budget.bytes_left == 0:  # every write would die of SIGXFSZ with no word why
+        notes.append(f"work/ already holds {budget.before.bytes / 2**20:,.0f} MB beyond its dataroom, its whole "
+                       f"budget ({config.job_disk_bytes / 2**20:,.0f} MB): no file can grow until some are removed")
     dataroom = DataroomGuard(cwd)
     argv = _argv(level, cwd, ["bash", "-c", command])
     group = CallGroup(config.memory_bytes, config.max_processes, config.cpus)
@@ -125,7 +128,7 @@ def run_sandboxed(
     _, removed = budget.enforce()
     exit_code = None if stopped else (128 - returncode if returncode < 0 else returncode)
     return SandboxResult(exit_code, capture.text(), stopped == "timeout", stopped == "disk", capture.dropped,
-                         level.airgap, capture.lines(), level.name, removed, [*repairs, *filter(None, [restored])], peak,
+                         level.airgap, capture.lines(), level.name, removed, [*notes, *filter(None, [restored])], peak,
                          f"{SCRATCH}/{spill_name}" if spill_name else None)
 
 
