@@ -8,6 +8,8 @@ import pytest
 from sandbox_attacks import ATTACKS, run_suite
 from searchbox.tools.sandbox import choose
 
+pytestmark = pytest.mark.slow  # 26 attacks, each a real bash call: about 25 s a level on 2 cores
+
 
 @pytest.mark.parametrize("level", ["namespaces", "landlock"])
 def test_nothing_gets_through_a_confining_level(level: str) -> None:
