@@ -1,7 +1,7 @@
 """The sandbox the `bash` tool runs in (SPEC 5), at the confinement level BASH_SANDBOX picks (levels.py):
 namespaces, Landlock + seccomp, or (for an operator only) none. Whatever the level: a timeout after which
 everything the command started is killed, capped output, an environment stripped of secrets, memory and
-process limits for the whole command where a cgroup allows (else per process), and the job's disk and
+process and CPU limits for the whole command where a cgroup allows (else per process), and the job's disk and
 inode budget enforced after every command."""
 
 from __future__ import annotations
@@ -9,19 +9,18 @@ from __future__ import annotations
 import os
 
 from searchbox.tools.sandbox import unconfined
-from searchbox.tools.sandbox.levels import CHOICES, Level, choose
-from searchbox.tools.sandbox.plumbing import PlumbingError, open_scratch
+from searchbox.tools.sandbox.levels import Level, choose
+from searchbox.tools.sandbox.plumbing import PlumbingError
 from searchbox.tools.sandbox.runner import (
     SandboxConfig,
     SandboxResult,
     SandboxUnavailable,
     discard_spill,
     run_sandboxed,
-    sandbox_env,
 )
 
-__all__ = ["CHOICES", "Level", "PlumbingError", "SandboxConfig", "SandboxResult", "SandboxUnavailable", "airgap_level",
-           "choose", "dataroom_mount_readonly", "discard_spill", "filesystem_level", "open_scratch", "run_sandboxed", "sandbox_env"]
+__all__ = ["Level", "PlumbingError", "SandboxConfig", "SandboxResult", "SandboxUnavailable", "airgap_level", "choose",
+           "dataroom_mount_readonly", "discard_spill", "filesystem_level", "run_sandboxed"]
 
 
 def airgap_level(requested: str = "auto") -> str:
