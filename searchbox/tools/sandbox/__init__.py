@@ -1,8 +1,8 @@
 """The sandbox the `bash` tool runs in (SPEC 5), at the confinement level BASH_SANDBOX picks (levels.py):
-namespaces, Landlock + seccomp, or (for an operator only) none. Whatever the level: a timeout after which
-everything the command started is killed, capped output, an environment stripped of secrets, memory and
-process and CPU limits for the whole command where a cgroup allows (else per process), and the job's disk and
-inode budget enforced after every command."""
+namespaces, Landlock + seccomp, or (for an operator only) off. Whatever the level: a timeout after which
+everything the command started is killed, capped output, an environment stripped of secrets, memory,
+process and CPU limits for the whole command where a cgroup allows (else per process), and the job's
+disk and inode budget enforced after every command."""
 
 from __future__ import annotations
 
