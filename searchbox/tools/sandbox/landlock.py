@@ -1,8 +1,8 @@
 """The Landlock level: no namespaces and no privileges needed. Landlock leaves bash only work/ (the
 dataroom in it read-only) and the system's programs to touch, denies TCP bind and connect, and scopes
 signals and abstract UNIX sockets to the command itself; the seccomp filter denies new namespaces,
-ptrace, sockets and device or FIFO nodes, and here file-mode and ACL changes too. An app running as root keeps its uid but
-drops every capability, so file modes bind it too.
+ptrace, sockets and device or FIFO nodes, and here file-mode and ACL changes too. An app running as
+root keeps its uid but drops every capability, so file modes bind it too.
 
 Landlock rights on work/ extend to everything below it, dataroom/ included. File modes keep the
 dataroom's files and folders as they are (chmod is denied); what they do not cover is renaming
@@ -36,8 +36,8 @@ def rules(work: Path) -> list[tuple[str, list[str]]]:
         *((path, _RUN) for path in [*_SYSTEM, *python_roots()]),
         *((f"/etc/{name}", _READ) for name in ETC_KEPT),
         # No /proc: every process's command line is readable there, another job's bash commands included
-        # (Landlock keeps only environ, memory and fds of other domains out). The cost: no /dev/fd, so
-        # no process substitution <(...).
+        # (Landlock keeps only environ, memory and fds of other domains out). /dev/fd/N, and so <(...),
+        # still work: reopening an inherited fd through its link is no path lookup Landlock checks.
         *((device, ["read_file", "write_file", "truncate"]) for device in _DEVICES),
         (str(work), _WORK),
     ]
