@@ -118,6 +118,15 @@ class Settings:
         0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching "
         "(unless set, the built-in runtime's model preset fits it: 1 for the packaged models)"
     )
+    tool_output_bytes: int = knob(
+        50 * 1024, "the most one tool result adds to the context, in bytes (built-ins also stop at 2000 lines); "
+        "search tools return fewer results to fit (unless set, the built-in runtime's model preset fits it)"
+    )
+    tool_descriptions: str = knob(
+        "full", "how tools are described to the model: full, or brief (one line each, no argument descriptions: "
+        "fewer prompt tokens for a small model on a CPU; unless set, the built-in runtime's model preset fits it)",
+        choices=("full", "brief"),
+    )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")
     bash_sandbox: str = knob(
@@ -220,6 +229,8 @@ class Settings:
             raise SettingsError("CHUNK_OVERLAP must be between 0 and half of CHUNK_SIZE")
         if self.turn_budget < 1:
             raise SettingsError("TURN_BUDGET must be at least 1")
+        if self.tool_output_bytes < 1024:
+            raise SettingsError("TOOL_OUTPUT_BYTES must be at least 1024")
         for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds",
                      "bash_disk_mb", "job_disk_mb", "job_files", "llm_timeout_seconds", "llm_attempts"):
             if getattr(self, name) < 1:

@@ -62,7 +62,7 @@ class Workspace:
         return self._engine
 
     def tool_context(self) -> ToolContext:
-        return ToolContext(self.work_dir, self.engine, self.ledger)
+        return ToolContext(self.work_dir, self.engine, self.ledger, self.settings.tool_output_bytes)
 
     def save_ledger(self) -> None:
         self.ledger.save(self.job_dir / "sources.json")

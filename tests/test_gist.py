@@ -26,8 +26,11 @@ def test_gists_say_what_each_call_found() -> None:
     assert len(result_gist("ls", "x" * 500, None, False)) <= 120
 
 
-def test_a_paths_filter_that_matches_nothing_is_refused_with_the_reason(tool_context) -> None:
+def test_a_paths_filter_that_matches_nothing_searches_everything_and_says_why(tool_context) -> None:
     result = run_catalog_tool(tool_context, "keyword_search", {"query": "lease", "paths": ["yours"]})
-    assert "match no readable file or folder" in result["error"] and "leave paths out" in result["error"]
+    assert "error" not in result and "dataroom/legal/lease.txt" in [r["path"] for r in result["results"]]
+    assert "match no file or folder" in result["paths_note"] and "whole dataroom was searched" in result["paths_note"]
+    dense = run_catalog_tool(tool_context, "search_dataroom", {"query": "lease", "paths": ["dataroom/nowhere"]})
+    assert dense["results"] and "whole dataroom" in dense["paths_note"]
     scoped = run_catalog_tool(tool_context, "keyword_search", {"query": "lease", "paths": ["dataroom/legal"]})
     assert [r["path"] for r in scoped["results"]] == ["dataroom/legal/lease.txt"]

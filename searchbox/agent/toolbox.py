@@ -28,11 +28,12 @@ class RunToolbox:
                                 max_timeout=min(600, 10 * settings.bash_timeout_seconds),
                                 disk_bytes=settings.bash_disk_mb * 2**20, job_disk_bytes=settings.job_disk_mb * 2**20,
                                 job_inodes=settings.job_files)
-        self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox)
+        self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox, settings.tool_output_bytes)
+        self.max_bytes = settings.tool_output_bytes
         builtins = {name: b.spec for name, b in BUILTIN_TOOLS.items() if name != "bash" or self.sandbox_level.allows_bash}
         # Every tool on offer with its argument schema: also for checking a call without running it.
         self.specs: dict[str, CatalogTool] = {**builtins, **{tool.name: tool for tool in self.catalog}}
-        self._schemas = [spec.openai_schema() for spec in self.specs.values()]
+        self._schemas = [spec.openai_schema(settings.tool_descriptions) for spec in self.specs.values()]
 
     @property
     def notes(self) -> list[str]:
@@ -64,7 +65,7 @@ class RunToolbox:
 
     def _catalog(self, name: str, arguments: dict[str, Any] | None) -> ToolOutput:
         result = run_catalog_tool(self.workspace.tool_context(), name, arguments)
-        cut = truncate_head(json.dumps(result, indent=1, ensure_ascii=False))
+        cut = truncate_head(json.dumps(result, indent=1, ensure_ascii=False), max_bytes=self.max_bytes)
         text = cut.text + ("\n[output cut to the tool output limit; ask for fewer results]" if cut.truncated else "")
         sources = [row["id"] for row in result.get("results", []) if isinstance(row, dict) and "id" in row]
         return ToolOutput(text, is_error="error" in result, details={"sources": sources, "truncated": cut.truncated})

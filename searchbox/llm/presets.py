@@ -14,7 +14,8 @@ from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, 
 from searchbox.settings import Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
-LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "force_tool_steps")
+LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "force_tool_steps", "tool_output_bytes",
+               "tool_descriptions")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Preset:
     # their turns start with this many steps that must call a tool.
     force_tool_steps: int
     note: str
+    # On a CPU a 1.5B model prefills about 15 tokens/s: every 4 KB of tool output costs a minute, and the
+    # full tool descriptions (about 1,700 tokens) two. Small models get brief tools and short results.
+    tool_output_bytes: int = 50 * 1024
+    tool_descriptions: str = "full"
 
     @property
     def packaged(self) -> bool:
@@ -94,6 +99,8 @@ PRESETS: tuple[Preset, ...] = (
         force_tool_steps=1,
         note="embedded default from PyPI packages: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, an instruct model "
              "with Qwen's chat template; JSON tool calls in <tool_call>",
+        tool_output_bytes=4096,
+        tool_descriptions="brief",
     ),
     Preset(
         "qwen2.5-coder-0.5b",
@@ -108,6 +115,8 @@ PRESETS: tuple[Preset, ...] = (
         force_tool_steps=1,
         note="from PyPI packages: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, a tiny instruct model with Qwen's chat "
              "template; JSON tool calls in <tool_call> (expect weak answers)",
+        tool_output_bytes=4096,
+        tool_descriptions="brief",
     ),
     Preset(
         "gemma3-270m",
@@ -122,6 +131,8 @@ PRESETS: tuple[Preset, ...] = (
         force_tool_steps=1,
         note="last fallback from a PyPI package: Gemma 3 270M, a base model with no chat template; tool calls "
              "only under a grammar (expect no real answers)",
+        tool_output_bytes=3072,
+        tool_descriptions="brief",
     ),
 )
 

@@ -63,6 +63,7 @@ class BuiltinContext:
     work_dir: Path  # the agent's working folder; holds dataroom/
     ledger: SourceLedger
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    max_bytes: int = MAX_BYTES  # the byte limit of the one truncation rule, fitted to the model (TOOL_OUTPUT_BYTES)
 
 
 @dataclass
@@ -108,25 +109,25 @@ def read(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     with open(open_regular(target, rel), "rb") as handle:  # a FIFO or device would block or never end
         extracted = _is_document(rel)
         if extracted:
-            lines, total = _select(_document_lines(ctx, rel), offset, limit)
+            lines, total = _select(_document_lines(ctx, rel), offset, limit, ctx.max_bytes)
         else:
             if b"\x00" in handle.read(_SNIFF_BYTES):
                 raise ToolArgumentError(
                     f"'{rel}' is a binary file; inspect it with bash (e.g. `file`, `strings`, `xxd | head`)"
                 )
             handle.seek(0)
-            lines, total = _text_lines(handle, offset, limit)
+            lines, total = _text_lines(handle, offset, limit, ctx.max_bytes)
     if total == 0:
         empty = ": no text could be extracted" if extracted else ""
         return ToolOutput(f"[{rel} is empty{empty}]", details={"path": rel})
     if offset > total:
         raise ToolArgumentError(f"offset {offset} is beyond the end of {rel} ({total} lines in all)")
-    cut = truncate_head("\n".join(lines))
+    cut = truncate_head("\n".join(lines), max_bytes=ctx.max_bytes)
     first, last = offset, offset + cut.shown_lines - 1
     source = ctx.ledger.cite_range(rel, first, last, cut.text)
     kind = ", text extracted from the document" if extracted else ""
     text = f"[source {source.id}: {rel} lines {first}-{last}{kind}]\n{cut.text}"
-    note = _read_note(cut, first, last, total)
+    note = _read_note(cut, first, last, total, ctx.max_bytes)
     details = {"path": rel, "source": source.id, "first_line": first, "last_line": last, "total_lines": total,
                "extracted": extracted, "truncated": cut.truncated}
     return ToolOutput(text + (f"\n\n{note}" if note else ""), details=details)
@@ -147,7 +148,7 @@ def _document_lines(ctx: BuiltinContext, rel: str) -> list[str]:
     return "\n\n".join(blocks).split("\n") if blocks else []
 
 
-def _select(lines: Iterable[str], offset: int, limit: int | None) -> tuple[list[str], int]:
+def _select(lines: Iterable[str], offset: int, limit: int | None, max_bytes: int) -> tuple[list[str], int]:
     """Lines offset..offset+limit-1 (1-based) of a document's text, gathered only up to just past the
     truncation limits; and the total number of lines."""
     selected: list[str] = []
@@ -155,13 +156,13 @@ def _select(lines: Iterable[str], offset: int, limit: int | None) -> tuple[list[
     end = offset + limit if limit else None
     for total, line in enumerate(lines, 1):
         wanted = total >= offset and (end is None or total < end)
-        if wanted and len(selected) <= MAX_LINES and size <= MAX_BYTES:
+        if wanted and len(selected) <= MAX_LINES and size <= max_bytes:
             selected.append(line)
             size += len(line) + 1
     return selected, total
 
 
-def _text_lines(handle: IO[bytes], offset: int, limit: int | None) -> tuple[list[str], int]:
+def _text_lines(handle: IO[bytes], offset: int, limit: int | None, max_bytes: int) -> tuple[list[str], int]:
     """`_select` for a text file read in blocks: each line kept cut to just past the byte limit and
     lines outside the selection only counted, so neither a huge file nor a huge single line (a sparse
     file is one) is ever held whole."""
@@ -171,7 +172,7 @@ def _text_lines(handle: IO[bytes], offset: int, limit: int | None) -> tuple[list
 
     def gathering() -> bool:
         return number >= offset and (stop is None or number < stop) and len(selected) <= MAX_LINES \
-            and size <= MAX_BYTES
+            and size <= max_bytes
 
     while block := handle.read(_BLOCK_BYTES):
         newlines = block.count(b"\n")
@@ -203,12 +204,12 @@ def _line_text(line: bytes, number: int) -> str:
     return line.removesuffix(b"\r").decode("utf-8", "replace")
 
 
-def _read_note(cut: Truncation, first: int, last: int, total: int) -> str:
+def _read_note(cut: Truncation, first: int, last: int, total: int, max_bytes: int) -> str:
     if cut.partial_line:
-        return (f"[Line {first} is longer than the {format_size(MAX_BYTES)} limit: only its start is shown. "
+        return (f"[Line {first} is longer than the {format_size(max_bytes)} limit: only its start is shown. "
                 f"Use offset={first + 1} to continue, or bash (e.g. cut -c) for the rest of the line.]")
     if cut.truncated:
-        limit = "" if cut.truncated_by == "lines" else f" ({format_size(MAX_BYTES)} limit)"
+        limit = "" if cut.truncated_by == "lines" else f" ({format_size(max_bytes)} limit)"
         return f"[Showing lines {first}-{last} of {total}{limit}. Use offset={last + 1} to continue.]"
     if last < total:
         return f"[{total - last} more lines in file. Use offset={last + 1} to continue.]"
@@ -224,15 +225,15 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     timeout = min(args.get("timeout") or ctx.sandbox.default_timeout, ctx.sandbox.max_timeout)
     try:
         # Twice the shown size is kept, so the tail cut below always falls on whole lines.
-        result = run_sandboxed(command, ctx.work_dir, timeout, output_cap_bytes=2 * MAX_BYTES, spill=True,
+        result = run_sandboxed(command, ctx.work_dir, timeout, output_cap_bytes=2 * ctx.max_bytes, spill=True,
                                config=ctx.sandbox)
     except (SandboxUnavailable, PlumbingError) as exc:
         return ToolOutput(f"bash cannot run: {exc}", is_error=True, details={"command": command, "refused": str(exc)})
-    cut = truncate_tail(result.output)
+    cut = truncate_tail(result.output, max_bytes=ctx.max_bytes)
     text = cut.text.rstrip("\n")
     spilled = cut.truncated or result.truncated_bytes > 0
     if spilled and result.spill_file:
-        text += "\n\n" + _bash_note(cut, result.total_lines, result.spill_file)
+        text += "\n\n" + _bash_note(cut, result.total_lines, result.spill_file, ctx.max_bytes)
     elif result.spill_file:
         discard_spill(ctx.work_dir, result.spill_file)
     status = ""
@@ -268,11 +269,11 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     return ToolOutput(text or "(no output)", is_error=bool(status or result.removed), details=details)
 
 
-def _bash_note(cut: Truncation, total_lines: int, spill: str) -> str:
+def _bash_note(cut: Truncation, total_lines: int, spill: str, max_bytes: int) -> str:
     if cut.partial_line:
         return f"[Showing the last {format_size(cut.shown_bytes)} of line {total_lines}. Full output: {spill}]"
     start = total_lines - cut.shown_lines + 1
-    limit = "" if cut.truncated_by == "lines" else f" ({format_size(MAX_BYTES)} limit)"
+    limit = "" if cut.truncated_by == "lines" else f" ({format_size(max_bytes)} limit)"
     return f"[Showing lines {start}-{total_lines} of {total_lines}{limit}. Full output: {spill}]"
 
 
@@ -305,7 +306,7 @@ def edit(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
     count = len(args["edits"])
     summary = f"Successfully replaced {count} block{'s' if count > 1 else ''} in {rel} (+{added} -{removed} lines)."
-    shown = truncate_head("\n".join(diff[2:]))  # without the ---/+++ header lines
+    shown = truncate_head("\n".join(diff[2:]), max_bytes=ctx.max_bytes)  # without the ---/+++ header lines
     return ToolOutput(f"{summary}\n{shown.text}", details={"path": rel, "replacements": count, "diff": "\n".join(diff)})
 
 
@@ -414,12 +415,12 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         if code == 2 and errors:
             raise ToolArgumentError(f"grep: {errors}")
         return ToolOutput("No matches found", details={"matches": 0})
-    cut = truncate_head("\n".join(rows))
+    cut = truncate_head("\n".join(rows), max_bytes=ctx.max_bytes)
     notes = []
     if limit_hit:
         notes.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine the pattern")
     if cut.truncated:
-        notes.append(f"{LIMIT_NOTE} output limit reached; narrow the search with path or glob")
+        notes.append(f"{_limit(ctx)} output limit reached; narrow the search with path or glob")
     if lines_cut:
         notes.append(f"Some lines were cut to {MAX_LINE_CHARS} characters. Use read to see them whole")
     text = _noted(cut.text, notes)
@@ -438,13 +439,13 @@ def find(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
             raise ToolArgumentError(f"find: {listed.stderr.decode('utf-8', 'replace').strip()}")
         return ToolOutput("No files found matching pattern", details={"count": 0})
     paths = sorted(_under_work(ctx, folder, name) for name in names)
-    cut = truncate_head("\n".join(paths[:limit]))
+    cut = truncate_head("\n".join(paths[:limit]), max_bytes=ctx.max_bytes)
     notes = []
     if len(paths) > limit:
         notes.append(f"{limit} results limit reached ({len(paths)} in all). "
                      f"Use limit={limit * 2} for more, or refine the pattern")
     if cut.truncated:
-        notes.append(f"{LIMIT_NOTE} output limit reached")
+        notes.append(f"{_limit(ctx)} output limit reached")
     text = _noted(cut.text, notes)
     return ToolOutput(text, details={"count": len(paths), "truncated": cut.truncated or len(paths) > limit})
 
@@ -459,17 +460,21 @@ def ls(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     # A link is never followed to decide: it would tell whether a guessed host folder exists, and a
     # link loop would make the listing fail.
     names = [e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries[:limit]]
-    cut = truncate_head("\n".join(names))
+    cut = truncate_head("\n".join(names), max_bytes=ctx.max_bytes)
     notes = []
     if len(entries) > limit:
         notes.append(f"{limit} entries limit reached ({len(entries)} in all). Use limit={limit * 2} for more")
     if cut.truncated:
-        notes.append(f"{LIMIT_NOTE} output limit reached")
+        notes.append(f"{_limit(ctx)} output limit reached")
     text = _noted(cut.text, notes)
     return ToolOutput(text, details={"count": len(entries), "truncated": cut.truncated or len(entries) > limit})
 
 
 # --- shared helpers ------------------------------------------------------------------------------
+
+
+def _limit(ctx: BuiltinContext) -> str:
+    return f"{MAX_LINES} lines or {format_size(ctx.max_bytes)}, whichever comes first"
 
 
 def _noted(text: str, notes: list[str]) -> str:
@@ -528,9 +533,10 @@ def _rg_text(value: dict[str, str]) -> str:
 # --- declarations --------------------------------------------------------------------------------
 
 
-def _spec(name: str, description: str, properties: dict[str, Any], required: list[str]) -> CatalogTool:
+def _spec(name: str, description: str, brief: str, properties: dict[str, Any], required: list[str]) -> CatalogTool:
     parameters = {"type": "object", "properties": properties, "required": required}
-    return CatalogTool(name=name, group="builtin", default=True, description=description, parameters=parameters)
+    return CatalogTool(name=name, group="builtin", default=True, description=description, parameters=parameters,
+                       brief=brief)
 
 
 _PATH = {"type": "string", "maxLength": 4096,
@@ -544,6 +550,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
         "Read a file. Text files are shown as they are; documents in dataroom/ (PDF, DOCX, XLSX, e-mail, HTML, "
         f"notebooks) as their extracted text. Output is cut at {LIMIT_NOTE}; use offset/limit to read on. "
         "Each read gets a source id [sN] to cite.",
+        "Read a file (documents in dataroom/ as text); offset and limit read on.",
         {"path": _PATH,
          "offset": {"type": "integer", "description": "line number to start at (1-based)", "default": 1, "minimum": 1},
          "limit": {"type": "integer", "description": "how many lines to read at most", "minimum": 1}},
@@ -553,6 +560,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
         "Run a bash command in the working folder, without network. Returns stdout and stderr together; "
         f"long output keeps its last {LIMIT_NOTE} and the whole of it is saved to a file the output names. "
         "A non-zero exit code is reported.",
+        "Run a bash command in the working folder (no network).",
         {"command": {"type": "string", "description": "the bash command line", "maxLength": 100_000},
          "timeout": {"type": "number", "description": "seconds before the command is killed (default 120)",
                      "minimum": 1, "maximum": 600}},
@@ -561,6 +569,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
         "edit",
         "Edit a file by exact replacement: each oldText must occur exactly once in the file (include surrounding "
         "text to make it unique). All edits apply, or none. Files in dataroom/ cannot be edited.",
+        "Replace exact text in a file: edits=[{oldText, newText}].",
         {"path": _PATH,
          "edits": {"type": "array", "minItems": 1, "maxItems": 50, "description": "replacements to make",
                    "items": {"type": "object", "required": ["oldText", "newText"], "properties": {
@@ -570,6 +579,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
     "write": Builtin(_spec(
         "write",
         "Write a file, replacing it if it exists; missing folders are created. Not inside dataroom/.",
+        "Write a file (not inside dataroom/).",
         {"path": _PATH, "content": {"type": "string", "description": "the whole file content", "minLength": 0}},
         ["path", "content"]), write),
     "grep": Builtin(_spec(
@@ -577,6 +587,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
         "Search file contents with ripgrep (regular expressions). Returns path:line:text rows, paths relative to "
         f"the working folder; context rows are path-line-text. At most `limit` matches; output cut at {LIMIT_NOTE}; "
         f"lines cut at {MAX_LINE_CHARS} characters.",
+        "Search file contents with ripgrep; returns path:line:text rows.",
         {"pattern": {"type": "string", "description": "regular expression (or literal text with literal=true)",
                      "maxLength": 2000},
          "path": _OPTIONAL_PATH,
@@ -593,6 +604,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
         "find",
         "Find files by glob pattern, e.g. '*.pdf' (any depth), '**/*.md' or 'reports/*.xlsx' (relative to path). "
         "Returns sorted paths relative to the working folder.",
+        "Find files by glob pattern, e.g. '*.pdf'.",
         {"pattern": {"type": "string", "description": "glob pattern", "maxLength": 500},
          "path": _OPTIONAL_PATH,
          "limit": {"type": "integer", "description": "most results to return", "default": 1000, "minimum": 1,
@@ -601,6 +613,7 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
     "ls": Builtin(_spec(
         "ls",
         "List a directory, sorted, dotfiles included; directories end with '/'.",
+        "List a directory.",
         {"path": _OPTIONAL_PATH,
          "limit": {"type": "integer", "description": "most entries to return", "default": 500, "minimum": 1,
                    "maximum": 10_000}},

@@ -30,12 +30,29 @@ class CatalogTool:
     default: bool
     description: str
     parameters: dict[str, Any]
+    brief: str  # one line, for TOOL_DESCRIPTIONS=brief
 
-    def openai_schema(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
+    def openai_schema(self, descriptions: str = "full") -> dict[str, Any]:
+        """The function-calling schema; "brief" keeps the one-line description and the arguments' names,
+        types, defaults and choices (about half the prompt tokens)."""
+        if descriptions == "brief":
+            description, parameters = self.brief, _brief_schema(self.parameters)
+        else:
+            description, parameters = self.description, self.parameters
+        return {"type": "function", "function": {"name": self.name, "description": description, "parameters": parameters}}
+
+
+# What a brief schema leaves out: prose and bounds (arguments are still validated against the full schema).
+_DETAIL_KEYS = {"description", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"}
+
+
+def _brief_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    brief = {key: value for key, value in schema.items() if key not in _DETAIL_KEYS}
+    if "properties" in brief:
+        brief["properties"] = {name: _brief_schema(prop) for name, prop in brief["properties"].items()}
+    if isinstance(brief.get("items"), dict):
+        brief["items"] = _brief_schema(brief["items"])
+    return brief
 
 
 @lru_cache(maxsize=1)

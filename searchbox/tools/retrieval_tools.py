@@ -19,6 +19,11 @@ from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.tools.catalog import ToolArgumentError, catalog_by_name, validate_arguments
 from searchbox.tools.paths import DATAROOM_DIR, confine_write, dataroom_relative
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.truncate import MAX_BYTES, format_size
+
+# What a result's JSON adds around its rows (mode, a note, elapsed_ms), and each row's indentation in it.
+_ENVELOPE_BYTES = 400
+_ROW_OVERHEAD_BYTES = 8
 
 
 @dataclass
@@ -26,53 +31,75 @@ class ToolContext:
     work_dir: Path  # the agent's working folder; holds dataroom/
     engine: RetrievalEngine
     ledger: SourceLedger
+    max_bytes: int = MAX_BYTES  # TOOL_OUTPUT_BYTES: results that would pass it are left out, not cut
 
 
 ToolFunction = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
 
 
-def _hits(ctx: ToolContext, hits: list[Hit]) -> list[dict[str, Any]]:
-    rows = []
+def _hits(ctx: ToolContext, hits: list[Hit]) -> tuple[list[dict[str, Any]], str | None]:
+    """The hits as result rows, best first, as many as fit the tool output limit (the rest are not
+    cited, so no source id the model never saw), and a note when some were left out."""
+    rows: list[dict[str, Any]] = []
+    size = _ENVELOPE_BYTES
     for hit in hits:
         chunk = ctx.engine.corpus.chunks[hit.chunk]
         path = f"{DATAROOM_DIR}/{chunk.path}"
-        source = ctx.ledger.cite_chunk(path, chunk.index, chunk.start, chunk.end, chunk.label, chunk.text)
-        row: dict[str, Any] = {"id": source.id, "path": path, "chunk": chunk.index, "score": round(hit.score, 4)}
+        row: dict[str, Any] = {"id": "", "path": path, "chunk": chunk.index, "score": round(hit.score, 4)}
         if chunk.label:
             row["location"] = chunk.label
         row["text"] = chunk.text
+        size += len(json.dumps(row, indent=1, ensure_ascii=False).encode()) + _ROW_OVERHEAD_BYTES
+        if rows and size > ctx.max_bytes:
+            left_out = len(hits) - len(rows)
+            return rows, (f"{left_out} more result{'s' if left_out > 1 else ''} left out to keep within the "
+                          f"{format_size(ctx.max_bytes)} tool output limit; read a result's path for more around it")
+        row["id"] = ctx.ledger.cite_chunk(path, chunk.index, chunk.start, chunk.end, chunk.label, chunk.text).id
         rows.append(row)
-    return rows
+    return rows, None
 
 
-def _scope(ctx: ToolContext, paths: list[str] | None) -> list[str] | None:
-    """The dataroom-relative paths to search in; paths that match no file are refused with the reason
-    (an empty result would look like "nothing relevant" and a small model repeats the call)."""
-    if not paths:
-        return None
-    scope = [dataroom_relative(p) for p in paths]
-    if not ctx.engine.scope(scope):
-        raise ToolArgumentError(f"paths {paths} match no readable file or folder of dataroom/; leave paths out to search "
-                                "everything, or take paths from ls/find results")
-    return scope
-
-
-def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], _scope(ctx, args.get("paths")))
-    result: dict[str, Any] = {"mode": mode, "results": _hits(ctx, hits)}
-    if prefiltered:
-        result["note"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
+def _with_hits(result: dict[str, Any], ctx: ToolContext, hits: list[Hit]) -> dict[str, Any]:
+    rows, note = _hits(ctx, hits)
+    result["results"] = rows
+    if note:
+        result["note"] = note
     return result
 
 
+def _scope(ctx: ToolContext, paths: list[str] | None) -> tuple[list[str] | None, str | None]:
+    """The dataroom-relative paths to search in, and a note when the paths match no file: then the
+    whole dataroom is searched (a small model invents paths; an error or an empty result only made it
+    repeat the call)."""
+    if not paths:
+        return None, None
+    scope = [dataroom_relative(p) for p in paths]
+    if ctx.engine.scope(scope):
+        return scope, None
+    return None, (f"paths {paths} match no file or folder of dataroom/, so the whole dataroom was searched; "
+                  "take paths from ls or find results")
+
+
+def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    scope, scope_note = _scope(ctx, args.get("paths"))
+    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], scope)
+    result: dict[str, Any] = {"mode": mode}
+    if scope_note:
+        result["paths_note"] = scope_note
+    if prefiltered:
+        result["prefilter"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
+    return _with_hits(result, ctx, hits)
+
+
 def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    hits = ctx.engine.keyword_search(args["query"], args["k"], _scope(ctx, args.get("paths")))
-    return {"mode": "bm25", "results": _hits(ctx, hits)}
+    scope, scope_note = _scope(ctx, args.get("paths"))
+    hits = ctx.engine.keyword_search(args["query"], args["k"], scope)
+    return _with_hits({"mode": "bm25", **({"paths_note": scope_note} if scope_note else {})}, ctx, hits)
 
 
 def answer_question(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     hits, candidates = ctx.engine.answer_candidates(args["question"], args["k"])
-    return {"candidates": candidates, "reranker": ctx.engine.reranker().name, "results": _hits(ctx, hits)}
+    return _with_hits({"candidates": candidates, "reranker": ctx.engine.reranker().name}, ctx, hits)
 
 
 def embed_texts(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
