@@ -67,7 +67,7 @@ class AgentLoop:
         self.bus = bus
         self.control = control or RunControl()
         self.session = Session.load(job_dir / "session.jsonl")
-        self.system = system_prompt()
+        self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
         self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._recent_calls: list[str] = []
@@ -229,7 +229,7 @@ class AgentLoop:
         if repeats > _REPEAT_LIMIT:
             output = ToolOutput(
                 text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
-                "the result is above. Try a different query or tool, or write the answer to ANSWER.md.",
+                "the result is above. Try a different query or tool, or reply with your answer.",
                 is_error=True, details={"repeated": repeats},
             )
         else:

@@ -16,11 +16,15 @@ the answer."""
 TASK_BLOCK = """# Task
 - Today's date: {date}.
 - Answer the user's question from the documents in `dataroom/` in your working directory.
-- There is no network. Use any tools, or build your own with bash (python3 is available).
+- {tools_line}
 - Every tool result that shows document content carries a source id like [s3]. Cite the sources you \
 actually used by their ids, e.g. "Revenue grew 17% [s3].". Never invent an id.
-- Write the final answer, in Markdown with citations, to `ANSWER.md` in the working directory \
-(not inside `dataroom/`, which is read-only)."""
+- When you are done, reply with the final answer in Markdown with citations; it is saved as `ANSWER.md` in \
+the working directory (or write that file yourself; `dataroom/` is read-only)."""
+
+# A run may offer no bash (a host with no confining sandbox): the prompt must not promise it.
+TOOLS_WITH_BASH = "There is no network. Use any tools, or build your own with bash (python3 is available)."
+TOOLS_WITHOUT_BASH = "There is no network. Use the tools you are given."
 
 CONTINUE = "Continue."
 
@@ -40,5 +44,7 @@ Keep every fact, number, file path and source id ([sN]) that the answer may need
 COMPACTED_PREFIX = "The earlier part of this session was summarized to save context:\n\n"
 
 
-def system_prompt(today: dt.date | None = None) -> str:
-    return f"{HARNESS}\n\n{TASK_BLOCK.format(date=(today or dt.date.today()).isoformat())}"
+def system_prompt(today: dt.date | None = None, *, bash: bool = True) -> str:
+    task = TASK_BLOCK.format(date=(today or dt.date.today()).isoformat(),
+                             tools_line=TOOLS_WITH_BASH if bash else TOOLS_WITHOUT_BASH)
+    return f"{HARNESS}\n\n{task}"
