@@ -5,8 +5,8 @@ several presentations of the tools, with tool_choice "auto" and "required" (gram
     python bench/tool_calls.py --gguf MODEL.gguf [--questions 8] [--first 0] [--only NAMES] [--log FILE]
 
 A presentation is the system prompt's first paragraph (the earlier "work step by step" or today's
-"act, do not describe"), the tools (every default tool, or four with one-sentence descriptions),
-and whether the runtime adds its example call. Per presentation and tool_choice it prints:
+"act, do not describe"), how the default tools are described (TOOL_DESCRIPTIONS full, or brief as
+the packaged models' presets set it), and whether the runtime adds its example call. Per presentation and tool_choice it prints:
 responses with a parseable call of an offered tool, calls with every required argument, responses
 that answered in words, the mean latency, the median decode tokens/s by the wall clock and by
 llama.cpp's counter (which times the model alone: the gap is sampling, where a grammar costs), and
@@ -39,11 +39,10 @@ from searchbox.agent.prompts import HARNESS, system_prompt  # noqa: E402
 from searchbox.llm.assemble import ResponseBuilder  # noqa: E402
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp  # noqa: E402
 from searchbox.llm.types import ChatResponse, Tool  # noqa: E402
-from searchbox.tools.builtins import builtin_schemas  # noqa: E402
+from searchbox.tools.builtins import BUILTIN_TOOLS  # noqa: E402
 from searchbox.tools.catalog import enabled_tools  # noqa: E402
 
 QUESTIONS = ROOT / "assets" / "questions.jsonl"
-COMPACT_TOOLS = ("search_dataroom", "read", "grep", "ls")
 # The harness paragraph before "Act, do not describe" replaced it (prompts.HARNESS).
 STEP_BY_STEP = """You are a meticulous research agent working inside a sandboxed folder. You answer questions by \
 searching and reading documents with the tools you are given. Work step by step: look around (ls, find), \
@@ -54,17 +53,16 @@ write the answer. Call tools whenever they help; when you are done, reply withou
 @dataclass(frozen=True)
 class Presentation:
     harness: str  # the system prompt's first paragraph
-    compact: bool  # COMPACT_TOOLS with one-sentence descriptions, instead of every default tool
+    descriptions: str  # TOOL_DESCRIPTIONS: full or brief
     example: bool  # the runtime's example call at the end of the system message
 
 
 PRESENTATIONS = {
-    "step-by-step": Presentation(STEP_BY_STEP, False, False),
-    "step-by-step compact": Presentation(STEP_BY_STEP, True, False),
-    "step-by-step + example": Presentation(STEP_BY_STEP, False, True),
-    "step-by-step compact + ex.": Presentation(STEP_BY_STEP, True, True),
-    "act": Presentation(HARNESS, False, False),
-    "act + example (default)": Presentation(HARNESS, False, True),
+    "step-by-step": Presentation(STEP_BY_STEP, "full", False),
+    "step-by-step + example": Presentation(STEP_BY_STEP, "full", True),
+    "act": Presentation(HARNESS, "full", False),
+    "act + example": Presentation(HARNESS, "full", True),
+    "act + example, brief (packaged)": Presentation(HARNESS, "brief", True),
 }
 
 
@@ -122,21 +120,10 @@ class Tally:
 
 
 def setup(presentation: Presentation) -> tuple[str, list[Tool]]:
-    """The system prompt and the tools of a presentation."""
-    tools = builtin_schemas() + [tool.openai_schema() for tool in enabled_tools(None)]
-    if presentation.compact:
-        tools = [_shortened(t) for t in tools if t["function"]["name"] in COMPACT_TOOLS]
+    """The system prompt and the tools of a presentation (a default run's tools)."""
+    specs = [tool.spec for tool in BUILTIN_TOOLS.values()] + enabled_tools(None)
+    tools = [spec.openai_schema(presentation.descriptions) for spec in specs]
     return system_prompt().replace(HARNESS, presentation.harness), tools
-
-
-def _shortened(tool: Tool) -> Tool:
-    """The first sentence of the description; parameters keep their schema, without descriptions."""
-    function = tool["function"]
-    parameters = json.loads(json.dumps(function.get("parameters") or {}))
-    for spec in parameters.get("properties", {}).values():
-        spec.pop("description", None)
-    description = function.get("description", "").split(". ")[0].rstrip(".") + "."
-    return {"type": "function", "function": {"name": function["name"], "description": description, "parameters": parameters}}
 
 
 def main() -> None:
