@@ -35,6 +35,14 @@ _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
 _STILL_GOING = {"queued", "running", "paused"}
+# On a narrow screen the columns stack and the run's status and feed sit below the Search button,
+# out of sight: bring them into view when a search starts.
+SHOW_RUN_ON_A_PHONE = """(...inputs) => {
+  if (window.matchMedia("(max-width: 768px)").matches) {
+    document.getElementById("run-status")?.scrollIntoView({block: "start"});
+  }
+  return inputs;
+}"""
 NO_RUN_YET = "*The activity of a run (every tool call as it happens), its answer and its sources appear here.*"
 
 
@@ -308,7 +316,7 @@ class RunView:
                     pause_button = gr.Button("Pause", interactive=False)
                     stop_button = gr.Button("Stop", variant="stop", interactive=False)
             with gr.Column(scale=3):
-                self.status = gr.Markdown(NO_RUN_YET)
+                self.status = gr.Markdown(NO_RUN_YET, elem_id="run-status")
                 self.feed = gr.Chatbot(label="Activity", height=520, elem_id="activity")
                 self.panels = RunPanels.build()
         self.controls = [pause_button, stop_button]
@@ -320,6 +328,6 @@ class RunView:
         all_low.change(lambda on: low if on else [], [all_low], [low_tools], api_name=False)
         run_button.click(self.run, [question, upload, budget, force, high_tools, low_tools, llm, endpoint, model_id,
                                     retrieval, embed_backend, rerank_backend, jina_key, owner],
-                         self.live_outputs, api_name="search")
+                         self.live_outputs, api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
         pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")
