@@ -17,7 +17,7 @@ from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event
-from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
+from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -94,6 +94,21 @@ def test_one_turn_with_tools_writes_every_record(job, tmp_path: Path) -> None:
     assert set(timing["tools"]) == {"ls", "read"} and timing["wall_ms"] >= timing["tool_ms"]
     sources = json.loads((job_dir / "sources.json").read_text())
     assert sources[0]["id"] == "s1" and sources[0]["path"] == "dataroom/legal/lease.txt"
+
+
+def test_an_empty_reply_is_asked_again_once_per_turn(job, tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("ls", path="dataroom")]), Reply(text=""), Reply(text="The lease ends in 2029 [s1].")]
+    with ScriptedEndpoint(script) as endpoint:
+        reason, job_dir = run(job, endpoint, tmp_path)
+        last = endpoint.requests[-1].body["messages"]
+    assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": EMPTY_REPLY}
+    assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "The lease ends in 2029 [s1]."
+    notices = [e["message"] for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == "notice"]
+    assert "the reply was empty: the model was asked again" in notices
+
+    with ScriptedEndpoint([Reply(text=""), Reply(text=""), Reply(text="never asked for")]) as endpoint:
+        run((tmp_path / "job2", job[1]), endpoint, tmp_path)
+        assert len(endpoint.requests) == 2  # asked once more, then the turn ends
 
 
 def test_force_budget_sends_continue_until_the_budget_is_spent(job, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.records.events import DONE_REASONS, EventBus
-from searchbox.agent.prompts import CONTINUE, WRAP_UP, system_prompt
+from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
@@ -132,6 +132,7 @@ class AgentLoop:
 
     def _steps(self, turn_started: float) -> None:
         self._finish_interrupted_step()
+        nudged = False
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
@@ -140,7 +141,12 @@ class AgentLoop:
             self.bus.step = self.state.step
             response = self._respond("required" if step_in_turn <= self.settings.force_tool_steps else "auto")
             if not response.tool_calls:
-                return
+                if response.text.strip() or nudged:
+                    return
+                nudged = True
+                self.bus.emit("notice", level="warning", message="the reply was empty: the model was asked again")
+                self.session.append({"role": "user", "content": EMPTY_REPLY})
+                continue
             for call in response.tool_calls:
                 self._check_stop()
                 self._run_tool(call)

@@ -28,6 +28,10 @@ TOOLS_WITHOUT_BASH = "There is no network. Use the tools you are given."
 
 CONTINUE = "Continue."
 
+# Sent once per turn when a reply held neither a tool call nor text (a small model's call the parser
+# could not read, or nothing at all), instead of ending the turn with no answer.
+EMPTY_REPLY = "Your reply was empty. Call a tool, or reply with your answer citing sources."
+
 # Sent when a turn hits its step limit or timeout, so that it still ends with an answer.
 WRAP_UP = "This turn has used all its steps. Using what you found so far, write your answer now, citing sources."
 
