@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_engine, write_tree
+from searchbox.dataroom.workspace import prepare_work_dir
+
 from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, run_builtin
 from searchbox.tools.catalog import enabled_tools, load_catalog
+from searchbox.tools.excerpt import excerpt, query_terms
 from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
 from searchbox.tools.sources import SourceLedger
 
@@ -39,18 +43,48 @@ def test_a_default_run_s_tools_take_half_the_prompt_when_brief() -> None:
     assert size("brief") < size("full") / 2
 
 
-def test_a_search_returns_the_results_that_fit_and_cites_only_those(tool_context: ToolContext) -> None:
-    everything = run_catalog_tool(tool_context, "keyword_search", {"query": "revenue lease costs office", "k": 8})
-    assert len(everything["results"]) >= 3 and "note" not in everything
-    small = ToolContext(tool_context.work_dir, tool_context.engine, SourceLedger(), max_bytes=1024)
-    limited = run_catalog_tool(small, "keyword_search", {"query": "revenue lease costs office", "k": 8})
-    shown = limited["results"]
+def long_documents(count: int) -> dict[str, str]:
+    """Documents of about a chunk each (1,400 characters), the fact of each in its middle."""
+    filler = "This paragraph restates general terms of business that apply to every party. "
+    return {f"contracts/contract_{n}.txt": filler * 8 + f"The renewal fee of contract {n} is {n * 100} euros. "
+            + filler * 8 for n in range(1, count + 1)}
+
+
+def test_a_search_past_the_limit_shows_excerpts_around_the_query_then_leaves_results_out(
+        tmp_path: Path, packaged_settings, minilm) -> None:
+    work = prepare_work_dir(tmp_path / "job", write_tree(tmp_path / "room", long_documents(6)))
+    engine = make_engine(work, packaged_settings, minilm)
+    query = {"query": "renewal fee of the contract", "k": 8}
+    everything = run_catalog_tool(ToolContext(work, engine, SourceLedger()), "keyword_search", query)
+    assert len(everything["results"]) == 6 and "note" not in everything
+
+    fitted = ToolContext(work, engine, SourceLedger(), max_bytes=4096)
+    excerpts = run_catalog_tool(fitted, "keyword_search", query)
+    assert [r["path"] for r in excerpts["results"]] == [r["path"] for r in everything["results"]]
+    assert excerpts["note"].startswith("texts are excerpts around the query's words")
+    assert "4KB tool output limit" in excerpts["note"] and "left out" not in excerpts["note"]
+    for short, whole in zip(excerpts["results"], everything["results"]):
+        assert short["text"].strip("…") in whole["text"] and len(short["text"]) < len(whole["text"]) / 2
+        assert "The renewal fee of contract" in short["text"]  # the window is where the query's words are
+    assert len(json.dumps(excerpts, indent=1).encode()) <= 4096
+
+    tight = ToolContext(work, engine, SourceLedger(), max_bytes=1024)
+    fewer = run_catalog_tool(tight, "keyword_search", query)
+    shown = fewer["results"]
     assert 1 <= len(shown) < len(everything["results"])
-    assert [r["path"] for r in shown] == [r["path"] for r in everything["results"][:len(shown)]]
-    left_out = len(everything["results"]) - len(shown)
-    assert limited["note"].startswith(f"{left_out} more result") and "1KB tool output limit" in limited["note"]
-    assert [s.id for s in small.ledger.sources()] == [r["id"] for r in shown]  # no id the model never saw
-    assert len(json.dumps(limited, indent=1)) <= 1024
+    assert fewer["note"].endswith(f"{len(everything['results']) - len(shown)} more results left out"[-40:])
+    assert [s.id for s in tight.ledger.sources()] == [r["id"] for r in shown]  # no id the model never saw
+    assert len(json.dumps(fewer, indent=1).encode()) <= 1024
+
+
+def test_an_excerpt_is_the_window_with_the_most_query_words() -> None:
+    text = ("Preamble about nothing in particular. " * 10 + "The initial term is three (3) years from 1 April 2022. "
+            + "Boilerplate follows here. " * 10)
+    cut = excerpt(text, query_terms("What is the initial term of the agreement?"), 120)
+    assert "initial term is three (3) years" in cut and cut.startswith("…") and cut.endswith("…")
+    assert len(cut) <= 122 and not cut.strip("…").startswith(" ")
+    assert excerpt("short text", {"short"}, 120) == "short text"
+    assert excerpt(text, {"absent"}, 60).startswith("Preamble") and excerpt(text, {"absent"}, 60).endswith("…")
 
 
 def test_builtins_cut_at_the_limit_and_say_how_to_read_on(tmp_path: Path) -> None:

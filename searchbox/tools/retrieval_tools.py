@@ -18,12 +18,13 @@ from searchbox.retrieval.engine import Hit, RetrievalEngine
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.tools.catalog import ToolArgumentError, catalog_by_name, validate_arguments
 from searchbox.tools.paths import DATAROOM_DIR, confine_write, dataroom_relative
+from searchbox.tools.excerpt import excerpt, query_terms
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import MAX_BYTES, format_size
 
-# What a result's JSON adds around its rows (mode, a note, elapsed_ms), and each row's indentation in it.
-_ENVELOPE_BYTES = 400
-_ROW_OVERHEAD_BYTES = 8
+# What a result's JSON adds around its rows (mode, notes, elapsed_ms); the shortest excerpt worth showing.
+_ENVELOPE_BYTES = 600
+_MIN_EXCERPT_CHARS = 200
 
 
 @dataclass
@@ -31,36 +32,55 @@ class ToolContext:
     work_dir: Path  # the agent's working folder; holds dataroom/
     engine: RetrievalEngine
     ledger: SourceLedger
-    max_bytes: int = MAX_BYTES  # TOOL_OUTPUT_BYTES: results that would pass it are left out, not cut
+    max_bytes: int = MAX_BYTES  # TOOL_OUTPUT_BYTES: results past it become excerpts, then are left out
 
 
 ToolFunction = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
 
 
-def _hits(ctx: ToolContext, hits: list[Hit]) -> tuple[list[dict[str, Any]], str | None]:
-    """The hits as result rows, best first, as many as fit the tool output limit (the rest are not
-    cited, so no source id the model never saw), and a note when some were left out."""
-    rows: list[dict[str, Any]] = []
-    size = _ENVELOPE_BYTES
-    for hit in hits:
+def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The hits as result rows, best first, within the tool output limit, and a note when they had to
+    be made to fit: first each text becomes an excerpt around the query's words (an equal share of the
+    limit), then results past the limit are left out and not cited (no source id the model never saw)."""
+    rows = [_row(ctx, hit) for hit in hits]
+    note = None
+    if _size(rows) > ctx.max_bytes and rows:
+        row_overhead = _size([{**rows[0], "text": ""}]) - _ENVELOPE_BYTES
+        share = (ctx.max_bytes - _ENVELOPE_BYTES) // len(rows) - row_overhead
+        terms = query_terms(query)
+        for row in rows:
+            row["text"] = excerpt(row["text"], terms, max(share, _MIN_EXCERPT_CHARS))
+        note = (f"texts are excerpts around the query's words, to keep within the {format_size(ctx.max_bytes)} "
+                "tool output limit; read a result's path for all of it")
+        kept = len(rows)
+        while kept > 1 and _size(rows[:kept]) > ctx.max_bytes:
+            kept -= 1
+        if kept < len(rows):
+            note += f"; {len(rows) - kept} more result{'s' if len(rows) - kept > 1 else ''} left out"
+            rows = rows[:kept]
+    for row, hit in zip(rows, hits):
         chunk = ctx.engine.corpus.chunks[hit.chunk]
-        path = f"{DATAROOM_DIR}/{chunk.path}"
-        row: dict[str, Any] = {"id": "", "path": path, "chunk": chunk.index, "score": round(hit.score, 4)}
-        if chunk.label:
-            row["location"] = chunk.label
-        row["text"] = chunk.text
-        size += len(json.dumps(row, indent=1, ensure_ascii=False).encode()) + _ROW_OVERHEAD_BYTES
-        if rows and size > ctx.max_bytes:
-            left_out = len(hits) - len(rows)
-            return rows, (f"{left_out} more result{'s' if left_out > 1 else ''} left out to keep within the "
-                          f"{format_size(ctx.max_bytes)} tool output limit; read a result's path for more around it")
-        row["id"] = ctx.ledger.cite_chunk(path, chunk.index, chunk.start, chunk.end, chunk.label, chunk.text).id
-        rows.append(row)
-    return rows, None
+        row["id"] = ctx.ledger.cite_chunk(row["path"], chunk.index, chunk.start, chunk.end, chunk.label, chunk.text).id
+    return rows, note
 
 
-def _with_hits(result: dict[str, Any], ctx: ToolContext, hits: list[Hit]) -> dict[str, Any]:
-    rows, note = _hits(ctx, hits)
+def _row(ctx: ToolContext, hit: Hit) -> dict[str, Any]:
+    chunk = ctx.engine.corpus.chunks[hit.chunk]
+    row: dict[str, Any] = {"id": "s000", "path": f"{DATAROOM_DIR}/{chunk.path}", "chunk": chunk.index,
+                           "score": round(hit.score, 4)}
+    if chunk.label:
+        row["location"] = chunk.label
+    row["text"] = chunk.text
+    return row
+
+
+def _size(rows: list[dict[str, Any]]) -> int:
+    """Bytes of the rows as the model sees them (indented JSON), with room for the result's other keys."""
+    return _ENVELOPE_BYTES + len(json.dumps(rows, indent=1, ensure_ascii=False).encode())
+
+
+def _with_hits(result: dict[str, Any], ctx: ToolContext, hits: list[Hit], query: str) -> dict[str, Any]:
+    rows, note = _hits(ctx, hits, query)
     result["results"] = rows
     if note:
         result["note"] = note
@@ -88,18 +108,18 @@ def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         result["paths_note"] = scope_note
     if prefiltered:
         result["prefilter"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
-    return _with_hits(result, ctx, hits)
+    return _with_hits(result, ctx, hits, args["query"])
 
 
 def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     scope, scope_note = _scope(ctx, args.get("paths"))
     hits = ctx.engine.keyword_search(args["query"], args["k"], scope)
-    return _with_hits({"mode": "bm25", **({"paths_note": scope_note} if scope_note else {})}, ctx, hits)
+    return _with_hits({"mode": "bm25", **({"paths_note": scope_note} if scope_note else {})}, ctx, hits, args["query"])
 
 
 def answer_question(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     hits, candidates = ctx.engine.answer_candidates(args["question"], args["k"])
-    return _with_hits({"candidates": candidates, "reranker": ctx.engine.reranker().name}, ctx, hits)
+    return _with_hits({"candidates": candidates, "reranker": ctx.engine.reranker().name}, ctx, hits, args["question"])
 
 
 def embed_texts(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
