@@ -59,14 +59,18 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
 def _choose_gguf(settings: Settings, note: Note, progress: Progress | None) -> tuple[Preset | None, Path]:
     spec = settings.llm_gguf.strip()
     auto = spec == "auto"
+    picked = ""
     if auto:
         vram, ram = free_vram_mb(), available_ram_mb()
         spec = pick_preset(vram, ram).gguf
-        note(f"LLM_GGUF=auto picked {spec} for {vram} MB free VRAM and {ram} MB available RAM")
+        picked = f"LLM_GGUF=auto picked {spec} for {vram} MB free VRAM and {ram} MB available RAM"
     elif (named := find_preset(spec)) is not None:
         spec = named.gguf
     try:
-        return find_preset(spec), resolve_gguf(spec, progress=progress, models_dir=settings.models_dir)
+        path = resolve_gguf(spec, progress=progress, models_dir=settings.models_dir)
+        if picked:
+            note(picked)
+        return find_preset(spec), path
     except GGUFUnavailable as exc:
         reason = str(exc)
     except PackagedModelUnavailable as exc:
@@ -75,7 +79,8 @@ def _choose_gguf(settings: Settings, note: Note, progress: Progress | None) -> t
         reason = str(exc)
     preset, path, passed = _embedded(settings, spec)
     skipped = f" ({'; '.join(passed)})" if passed else ""
-    note(f"{reason}: falling back to {preset.gguf}{skipped}: {preset.note}")
+    # One note for the pick and the fallback: the reason names the file again.
+    note(f"{picked + ', but ' if picked else ''}{reason}: falling back to {preset.gguf}{skipped}: {preset.note}")
     return preset, path
 
 
