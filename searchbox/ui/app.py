@@ -21,8 +21,13 @@ Ask a question about a dataroom (a .zip of documents, or the built-in one). A lo
 with shell tools and retrieval tools, with no network, and writes a cited answer. Every tool call
 shows up as it happens."""
 
+# The system's own fonts: Gradio's default web font drew only some letters of a label (the "A" of
+# "Download ANSWER.md" came from another font than the rest), and no font file needs fetching.
+THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
+                          font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
+
 # Launch options Gradio 6 takes in launch(), not in Blocks().
-LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS}
+LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS, "theme": THEME}
 
 
 def build_app(settings: Settings | None = None, services: Services | None = None) -> gr.Blocks:

@@ -1,5 +1,6 @@
-"""The app on a phone-sized screen in headless Chromium: the columns stack, so the run's status and
-activity feed sit below the Search button; starting a search must bring them into view."""
+"""The app in headless Chromium, the look of it: on a phone-sized screen the columns stack, so the
+run's status and activity feed sit below the Search button, and starting a search must bring them
+into view; every label is drawn in one font."""
 
 from __future__ import annotations
 
@@ -36,4 +37,26 @@ def test_a_search_on_a_phone_scrolls_to_the_run() -> None:
         expect(feed).to_be_in_viewport(ratio=0.9, timeout=10_000)
         expect(page.locator("#run-status")).to_be_in_viewport()
         expect(feed).to_contain_text("grep", timeout=60_000)
+        browser.close()
+
+
+def test_each_label_is_drawn_in_one_font() -> None:
+    """Chromium's own account of the fonts that drew a node's text (CSS.getPlatformFontsForNode)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with throwaway_home("fonts") as home, running_app(home, as_user=True) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto(url, wait_until="domcontentloaded")
+        search = page.get_by_role("button", name="Search", exact=True)
+        expect(search).to_be_visible(timeout=60_000)
+        page.evaluate("document.fonts.ready")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        for selector in ("button.primary", "#run-status em"):
+            node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+            assert len(fonts) == 1 and not fonts[0]["isCustomFont"], (selector, fonts)
         browser.close()
