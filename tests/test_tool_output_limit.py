@@ -13,7 +13,7 @@ from searchbox.dataroom.workspace import prepare_work_dir
 
 from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, run_builtin
 from searchbox.tools.catalog import enabled_tools, load_catalog
-from searchbox.tools.excerpt import excerpt, query_terms
+from searchbox.tools.excerpt import excerpt, term_weights
 from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
 from searchbox.tools.sources import SourceLedger
 
@@ -77,26 +77,15 @@ def test_a_search_past_the_limit_shows_excerpts_around_the_query_then_leaves_res
     assert len(json.dumps(fewer, indent=1).encode()) <= 1024
 
 
-def test_an_excerpt_is_the_window_with_the_most_query_words() -> None:
-    text = ("Preamble about nothing in particular. " * 10 + "The initial term is three (3) years from 1 April 2022. "
-            + "Boilerplate follows here. " * 10)
-    cut = excerpt(text, query_terms("What is the initial term of the agreement?"), 120)
-    assert "initial term is three (3) years" in cut and cut.startswith("…") and cut.endswith("…")
-    assert len(cut) <= 122 and not cut.strip("…").startswith(" ")
-    assert excerpt("short text", {"short"}, 120) == "short text"
-    assert excerpt(text, {"absent"}, 60).startswith("Preamble") and excerpt(text, {"absent"}, 60).endswith("…")
-
-
-def test_builtins_cut_at_the_limit_and_say_how_to_read_on(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    (work / "dataroom").mkdir(parents=True)
-    (work / "dataroom" / "long.txt").write_text("".join(f"line {n}: {'x' * 60}\n" for n in range(1, 501)))
-    ctx = BuiltinContext(work, SourceLedger(), max_bytes=2048)
-    read = run_builtin(ctx, "read", {"path": "dataroom/long.txt"})
-    assert len(read.text.encode()) < 2048 + 300
-    last = read.details["last_line"]
-    assert 20 <= last < 40 and f"Use offset={last + 1} to continue" in read.text and "(2KB limit)" in read.text
-    grep = run_builtin(ctx, "grep", {"pattern": "line", "path": "dataroom", "limit": 1000})
-    assert "2000 lines or 2KB, whichever comes first output limit reached" in grep.text
-    bash = run_builtin(ctx, "bash", {"command": "cat dataroom/long.txt"})
-    assert "line 500:" in bash.text and "line 1:" not in bash.text and "(2KB limit)" in bash.text
+def test_an_excerpt_is_the_window_where_the_rarer_query_words_are() -> None:
+    filler = "The Master Agreement with the City of Harwick Falls is governed by Wisconsin law. "
+    text = filler * 6 + "The initial term of the Master Agreement is three (3) years from 1 April 2022. " + filler * 6
+    others = [filler * 3, "City of Harwick Falls, Master Agreement: invoices. " * 4]
+    query = "What is the initial term of the Master Agreement with the City of Harwick Falls?"
+    weights = term_weights(query, [text, *others])
+    assert weights["initial"] > weights["harwick"] and "the" not in weights and "what" not in weights
+    cut = excerpt(text, weights, 160)
+    assert "initial term of the Master Agreement is three (3) years" in cut
+    assert cut.startswith("…") and cut.endswith("…") and len(cut) <= 162 and not cut.strip("…").startswith(" ")
+    assert excerpt("short text", weights, 160) == "short text"
+    assert excerpt(text, {"absent": 1.0}, 60).startswith("The Master") and excerpt(text, {"absent": 1.0}, 60).endswith("…")

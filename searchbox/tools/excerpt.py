@@ -2,11 +2,13 @@
 
 A small model's context takes only a few kilobytes of search results (TOOL_OUTPUT_BYTES); whole
 1,400-character chunks meant two results per search, and the passage that answered was often the
-third. Excerpts of every result, each a window around the query's words, keep the ranking's recall.
+third. Excerpts of every result, each a window around the query's rarer words, keep the ranking's
+recall.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 ELLIPSIS = "…"
@@ -18,23 +20,27 @@ _STOPWORDS = frozenset(
 )
 
 
-def query_terms(query: str) -> set[str]:
-    return {w for w in (m.lower() for m in _WORD.findall(query)) if len(w) > 2 and w not in _STOPWORDS}
+def term_weights(query: str, texts: list[str]) -> dict[str, float]:
+    """The query's words, each weighted by how few of `texts` hold it: a name every result shares
+    (the one the search was for) says less about where the answer is than a rarer word."""
+    terms = {w for w in (m.lower() for m in _WORD.findall(query)) if len(w) > 2 and w not in _STOPWORDS}
+    holding = [{w.lower() for w in _WORD.findall(text)} for text in texts]
+    return {term: math.log(1 + (len(texts) + 1) / (1 + sum(term in words for words in holding))) for term in terms}
 
 
-def excerpt(text: str, terms: set[str], length: int) -> str:
+def excerpt(text: str, weights: dict[str, float], length: int) -> str:
     """At most `length` characters of `text` (plus an ellipsis at each cut end), cut at word
-    boundaries: the window holding the most distinct query terms, earliest on a tie; the start of
-    the text when no term occurs."""
+    boundaries: the window whose distinct query words weigh most (then the one starting at the rarest
+    word, then the earliest); the start of the text when no query word occurs."""
     if len(text) <= length:
         return text
-    hits = [(m.start(), m.group().lower()) for m in _WORD.finditer(text) if m.group().lower() in terms]
-    best_start, best_score = 0, 0
-    for start, _ in hits:
-        begin = max(0, min(start - length // 4, len(text) - length))  # some context before the first term
-        score = len({term for position, term in hits if begin <= position < begin + length})
-        if score > best_score:
-            best_start, best_score = begin, score
+    hits = [(m.start(), m.group().lower()) for m in _WORD.finditer(text) if m.group().lower() in weights]
+    best_start, best = 0, (0.0, 0.0)
+    for start, anchor in hits:
+        begin = max(0, min(start - length // 4, len(text) - length))  # some context before the anchor word
+        score = sum(weights[term] for term in {term for position, term in hits if begin <= position < begin + length})
+        if (score, weights[anchor]) > best:  # on a tie, the window that starts at the rarer word
+            best_start, best = begin, (score, weights[anchor])
     begin, end = best_start, best_start + length
     if begin > 0:
         space = text.find(" ", begin, begin + 40)

@@ -18,7 +18,7 @@ from searchbox.retrieval.engine import Hit, RetrievalEngine
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.tools.catalog import ToolArgumentError, catalog_by_name, validate_arguments
 from searchbox.tools.paths import DATAROOM_DIR, confine_write, dataroom_relative
-from searchbox.tools.excerpt import excerpt, query_terms
+from searchbox.tools.excerpt import excerpt, term_weights
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import MAX_BYTES, format_size
 
@@ -47,9 +47,9 @@ def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str,
     if _size(rows) > ctx.max_bytes and rows:
         row_overhead = _size([{**rows[0], "text": ""}]) - _ENVELOPE_BYTES
         share = (ctx.max_bytes - _ENVELOPE_BYTES) // len(rows) - row_overhead
-        terms = query_terms(query)
+        weights = term_weights(query, [row["text"] for row in rows])
         for row in rows:
-            row["text"] = excerpt(row["text"], terms, max(share, _MIN_EXCERPT_CHARS))
+            row["text"] = excerpt(row["text"], weights, max(share, _MIN_EXCERPT_CHARS))
         note = (f"texts are excerpts around the query's words, to keep within the {format_size(ctx.max_bytes)} "
                 "tool output limit; read a result's path for all of it")
         kept = len(rows)
