@@ -17,7 +17,7 @@ from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event
-from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY
+from searchbox.agent.prompts import CITE_SOURCES, COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -111,6 +111,26 @@ def test_an_empty_reply_is_asked_again_once_per_turn(job, tmp_path: Path) -> Non
         assert len(endpoint.requests) == 2  # asked once more, then the turn ends
 
 
+def test_an_answer_that_cites_nothing_is_asked_for_its_sources_once(job, tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("read", path="dataroom/legal/lease.txt")]), Reply(text="It ends in 2029."),
+              Reply(text="It ends in 2029 [s1].")]
+    with ScriptedEndpoint(script) as endpoint:
+        reason, job_dir = run(job, endpoint, tmp_path)
+        last = endpoint.requests[-1].body["messages"]
+    assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": CITE_SOURCES}
+    assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "It ends in 2029 [s1]."
+    assert read_json(job_dir / "run_meta.json")["citations"]["valid"] == 1
+
+    # Asked once: a second uncited answer stands; and with no source shown, nothing is asked.
+    with ScriptedEndpoint([Reply(tool_calls=[call("read", path="dataroom/legal/lease.txt")]), Reply(text="2029."),
+                           Reply(text="Still 2029."), Reply(text="never asked for")]) as endpoint:
+        run((tmp_path / "job2", job[1]), endpoint, tmp_path)
+        assert len(endpoint.requests) == 3
+    with ScriptedEndpoint([Reply(tool_calls=[call("ls", path="dataroom")]), Reply(text="Five files.")]) as endpoint:
+        run((tmp_path / "job3", job[1]), endpoint, tmp_path)
+        assert len(endpoint.requests) == 2
+
+
 def test_force_budget_sends_continue_until_the_budget_is_spent(job, tmp_path: Path) -> None:
     script = [Reply(text=f"Answer, version {n}.") for n in (1, 2, 3)]
     with ScriptedEndpoint(script) as endpoint:
@@ -142,7 +162,7 @@ def test_text_form_calls_broken_json_and_unknown_tools(job, tmp_path: Path) -> N
         Reply(tool_calls=[call("teleport", to="mars")]),
         Reply(tool_calls=[{"name": "read", "arguments": '{"path": "dataroom/legal/lease.txt"'}]),
         Reply(tool_calls=[{"name": "read", "arguments": "{{{ not json at all"}]),
-        Reply(text="It ends on 31 March 2029."),
+        Reply(text="It ends on 31 March 2029 [s1]."),
     ]
     events: list[Event] = []
     with ScriptedEndpoint(script) as endpoint:

@@ -89,3 +89,18 @@ def test_an_excerpt_is_the_window_where_the_rarer_query_words_are() -> None:
     assert cut.startswith("…") and cut.endswith("…") and len(cut) <= 162 and not cut.strip("…").startswith(" ")
     assert excerpt("short text", weights, 160) == "short text"
     assert excerpt(text, {"absent": 1.0}, 60).startswith("The Master") and excerpt(text, {"absent": 1.0}, 60).endswith("…")
+
+
+def test_builtins_cut_at_the_limit_and_say_how_to_read_on(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "dataroom").mkdir(parents=True)
+    (work / "dataroom" / "long.txt").write_text("".join(f"line {n}: {'x' * 60}\n" for n in range(1, 501)))
+    ctx = BuiltinContext(work, SourceLedger(), max_bytes=2048)
+    read = run_builtin(ctx, "read", {"path": "dataroom/long.txt"})
+    assert len(read.text.encode()) < 2048 + 300
+    last = read.details["last_line"]
+    assert 20 <= last < 40 and f"Use offset={last + 1} to continue" in read.text and "(2KB limit)" in read.text
+    grep = run_builtin(ctx, "grep", {"pattern": "line", "path": "dataroom", "limit": 1000})
+    assert "2000 lines or 2KB, whichever comes first output limit reached" in grep.text
+    bash = run_builtin(ctx, "bash", {"command": "cat dataroom/long.txt"})
+    assert "line 500:" in bash.text and "line 1:" not in bash.text and "(2KB limit)" in bash.text

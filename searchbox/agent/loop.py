@@ -18,10 +18,11 @@ from typing import Any, Protocol
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.records.events import DONE_REASONS, EventBus
-from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
+from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
+from searchbox.records.citations import cited_ids
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
 from searchbox.tools.builtins import ToolOutput
@@ -71,6 +72,7 @@ class AgentLoop:
         self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._recent_calls: list[str] = []
+        self._sources_shown = False  # a tool result showed document content with a source id
 
     # -- the run --------------------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class AgentLoop:
 
     def _steps(self, turn_started: float) -> None:
         self._finish_interrupted_step()
-        nudged = False
+        nudged = asked_for_citations = False
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
@@ -141,16 +143,28 @@ class AgentLoop:
             self.bus.step = self.state.step
             response = self._respond("required" if step_in_turn <= self.settings.force_tool_steps else "auto")
             if not response.tool_calls:
-                if response.text.strip() or nudged:
-                    return
-                nudged = True
-                self.bus.emit("notice", level="warning", message="the reply was empty: the model was asked again")
-                self.session.append({"role": "user", "content": EMPTY_REPLY})
-                continue
+                if not response.text.strip() and not nudged:
+                    nudged = True
+                    self._ask_again(EMPTY_REPLY, "the reply was empty: the model was asked again")
+                    continue
+                if self._uncited(response.text) and not asked_for_citations:
+                    asked_for_citations = True
+                    self._ask_again(CITE_SOURCES, "the answer cited no source: the model was asked to cite")
+                    continue
+                return
             for call in response.tool_calls:
                 self._check_stop()
                 self._run_tool(call)
         raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
+
+    def _ask_again(self, prompt: str, notice: str) -> None:
+        self.bus.emit("notice", level="warning", message=notice)
+        self.session.append({"role": "user", "content": prompt})
+
+    def _uncited(self, reply: str) -> bool:
+        """The reply is the answer (the model wrote no ANSWER.md), tools showed sources, and it cites none."""
+        return (bool(reply.strip()) and self._sources_shown and not cited_ids(reply)
+                and not (self.work_dir / ANSWER_FILE).exists())
 
     def _finish_interrupted_step(self) -> None:
         """Run the tool calls a stopped run left without results (a pause or preemption between a
@@ -241,6 +255,7 @@ class AgentLoop:
         else:
             output = self.toolbox.call(call.name, call.arguments, call.parse_error)
         duration_ms = (time.monotonic() - started) * 1000
+        self._sources_shown = self._sources_shown or bool(output.details.get("sources") or output.details.get("source"))
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text})
         self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
                       duration_ms=round(duration_ms, 1), is_error=output.is_error,

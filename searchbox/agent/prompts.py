@@ -32,6 +32,11 @@ CONTINUE = "Continue."
 # could not read, or nothing at all), instead of ending the turn with no answer.
 EMPTY_REPLY = "Your reply was empty. Call a tool, or reply with your answer citing sources."
 
+# Sent once per turn when the reply that ends it cites nothing although tools showed sources: told
+# the rule once in the system prompt, small models answer from the passages and drop the ids.
+CITE_SOURCES = ("Your answer cites no source. Reply with the answer again, citing the ids of the sources it rests "
+                "on, e.g. [s1].")
+
 # Sent when a turn hits its step limit or timeout, so that it still ends with an answer.
 WRAP_UP = "This turn has used all its steps. Using what you found so far, write your answer now, citing sources."
 
