@@ -1,4 +1,4 @@
-"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | score | ablate | report | conformance | knobs.
+"""Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | score | ablate | report | conformance | knobs | doctor.
 
 Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
 refused; a tool that fails prints its error result and exits with status 1.
@@ -266,6 +266,24 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What this machine gives the app (GPU, llama.cpp offload, sandbox level, models at hand, disk);
+    a notice when a GPU is present and unused."""
+    from searchbox.doctor import gather, rows
+
+    report = gather(Settings.resolve(**_parse_overrides(args.set)))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0
+    lines = rows(report)
+    width = max(len(topic) for topic, _ in lines)
+    for topic, value in lines:
+        print(f"{topic:<{width}}  {value}")
+    for notice in report.notices:
+        print(f"\n!!! {notice}", file=sys.stderr)
+    return 0
+
+
 SET_HELP = "override a knob ({scope}); repeatable; `python -m searchbox knobs` lists every knob and its default"
 
 
@@ -346,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     add_set(conformance, "for every model checked")
     conformance.set_defaults(func=cmd_conformance)
+    doctor = sub.add_parser("doctor", help="what this machine gives the app: GPU, llama.cpp offload, sandbox, models, disk")
+    doctor.add_argument("--json", action="store_true", help="the report as JSON")
+    add_set(doctor, "for the report")
+    doctor.set_defaults(func=cmd_doctor)
     return parser
 
 

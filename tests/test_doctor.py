@@ -1,0 +1,96 @@
+"""`python -m searchbox doctor`: what this machine gives the app, and the notice for a GPU left unused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from searchbox.doctor import Gpu, GpuCheck, _cpu_features, gpu_notices
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SEARCHBOX_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.run([sys.executable, "-m", "searchbox", "doctor", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_doctor_json_reports_this_machine(tmp_path: Path) -> None:
+    done = doctor(tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    gpu = report["gpu"]
+    assert isinstance(gpu["gpus"], list) and isinstance(gpu["gpu_probe"], str) and gpu["gpu_probe"]
+    assert isinstance(gpu["llama_cpp_offload"], bool) and gpu["llama_cpp_version"] and not gpu["llama_cpp_error"]
+    assert isinstance(gpu["torch_cuda"], bool)
+    for found in gpu["gpus"]:
+        assert found["name"] and 0 <= found["free_mb"] <= found["total_mb"]
+    assert report["cpu_features"] and all(isinstance(f, str) and f for f in report["cpu_features"])
+    assert report["llama_system_info"].startswith("CPU") or "CPU :" in report["llama_system_info"]
+    assert report["sandbox"]["requested"] == "auto"
+    assert report["sandbox"]["level"] in ("namespaces", "landlock", "none")
+    assert isinstance(report["sandbox"]["reason"], str)
+    # HF_HUB_OFFLINE: the hub is off, and said why.
+    assert report["hub_reachable"] is False and "HF_HUB_OFFLINE" in report["hub_reason"]
+    models = {(m["role"], m["name"]): m for m in report["models"]}
+    assert all(isinstance(m["ready"], bool) and m["state"] for m in report["models"])
+    # What requirements.txt installs is at hand with no network; a fresh cache holds no assembled file yet.
+    assert models[("embedder", "packaged:minilm")]["ready"]
+    assert models[("llm", "qwen2.5-coder-1.5b")]["ready"]
+    assert "part packages are installed" in models[("llm", "qwen2.5-coder-1.5b")]["state"]
+    assert ("llm", "qwen3.6-35b-a3b") in models and models[("llm", "qwen3.6-35b-a3b")]["source"] == "hub"
+    assert [d["role"] for d in report["disks"]] == ["cache", "jobs", "huggingface cache"]
+    assert report["disks"][0]["path"] == str(tmp_path / "cache")
+    assert all(0 <= d["free_mb"] <= d["total_mb"] and d["total_mb"] > 0 for d in report["disks"])
+    assert 0 < report["ram_available_mb"] <= report["ram_total_mb"]
+    assert report["cpu_count"] >= 1
+    assert isinstance(report["llm_auto"], str) and report["llm_auto"]
+    assert report["notices"] == gpu_notices(GpuCheck(**{**gpu, "gpus": [Gpu(**g) for g in gpu["gpus"]]}))
+
+
+def test_doctor_prints_one_line_per_topic(tmp_path: Path) -> None:
+    done = doctor(tmp_path, "--set", "BASH_SANDBOX=landlock")
+    assert done.returncode == 0, done.stderr
+    topics = [line.split("  ")[0] for line in done.stdout.splitlines()]
+    for topic in ("GPU", "llama.cpp", "llama.cpp CPU features", "torch", "LLM_GGUF=auto", "bash sandbox", "hub",
+                  "disk (cache)", "disk (jobs)", "RAM", "CPUs"):
+        assert topic in topics, done.stdout
+    assert "(BASH_SANDBOX=landlock)" in done.stdout
+
+
+L40S = Gpu("NVIDIA L40S", 46_068, 45_400, "nvidia-smi")
+
+
+def check(**values: object) -> GpuCheck:
+    base = dict(gpus=[L40S], gpu_probe="nvidia-smi, driver 550.54", llama_cpp_version="0.3.36",
+                llama_cpp_offload=True, llama_cpp_error="", torch_version="2.13.0+cu128", torch_cuda=True)
+    return GpuCheck(**{**base, **values})  # type: ignore[arg-type]
+
+
+def test_a_gpu_that_llama_cpp_cannot_use_gets_a_notice_with_the_fix() -> None:
+    [notice] = gpu_notices(check(llama_cpp_offload=False))
+    assert "NVIDIA L40S (45,400 MB free)" in notice and "cannot offload" in notice
+    assert 'CMAKE_ARGS="-DGGML_CUDA=on"' in notice and '"llama-cpp-python==0.3.36"' in notice
+    assert "abetlen.github.io/llama-cpp-python/whl/cu124" in notice
+
+
+def test_no_notice_without_a_gpu_or_when_every_part_can_use_it() -> None:
+    assert gpu_notices(check()) == []
+    assert gpu_notices(check(gpus=[], gpu_probe="no nvidia-smi on PATH", llama_cpp_offload=False, torch_cuda=False)) == []
+
+
+def test_other_ways_a_gpu_goes_unused() -> None:
+    [broken] = gpu_notices(check(llama_cpp_version="", llama_cpp_offload=False, llama_cpp_error="OSError: libcuda.so.1"))
+    assert "cannot be loaded (OSError: libcuda.so.1)" in broken and "GGML_CUDA=on" in broken
+    [torch_blind] = gpu_notices(check(torch_version="2.13.0+cpu", torch_cuda=False))
+    assert "torch 2.13.0+cpu sees no CUDA device" in torch_blind and "LLM_GGUF=auto" in torch_blind
+
+
+def test_cpu_features_are_read_from_the_cpu_section_only() -> None:
+    info = "CUDA : ARCHS = 890 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | CPU : SSE3 = 1 | AVX512 = 0 | AVX2 = 1 |"
+    assert _cpu_features(info) == ["SSE3", "AVX2"]
+    assert _cpu_features("") == []
