@@ -94,3 +94,26 @@ def test_cpu_features_are_read_from_the_cpu_section_only() -> None:
     info = "CUDA : ARCHS = 890 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | CPU : SSE3 = 1 | AVX512 = 0 | AVX2 = 1 |"
     assert _cpu_features(info) == ["SSE3", "AVX2"]
     assert _cpu_features("") == []
+
+
+def test_the_app_shows_the_report_under_this_machine(tmp_path: Path) -> None:
+    import gradio as gr
+
+    from searchbox.settings import Settings
+    from searchbox.ui.app import build_app
+    from searchbox.ui.services import Services
+
+    settings = Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path / "cache"))
+    services = Services.start(settings, run_fn=lambda *args: "first_turn_done")
+    try:
+        app = build_app(settings, services)
+    finally:
+        services.scheduler.stop()
+    [accordion] = [b for b in app.blocks.values() if isinstance(b, gr.Accordion) and b.label == "This machine"]
+    assert accordion.open is False
+    [expand] = [f for f in app.fns.values() if (accordion._id, "expand") in f.targets]
+    assert expand.api_name == "machine_report"
+    page = expand.fn()
+    assert "| | this machine |\n|---|---|\n" in page
+    for topic in ("| GPU |", "| llama.cpp |", "| bash sandbox |", "| embedder packaged:minilm | ready:", "| RAM |"):
+        assert topic in page

@@ -13,6 +13,7 @@ from searchbox.ui.answer import CITATION_CSS, CITATION_JS
 from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import build_explorer
 from searchbox.ui.jobs_view import JobsView
+from searchbox.ui.machine_view import build_machine_view
 from searchbox.ui.run_view import RunView
 from searchbox.ui.services import Services
 
@@ -37,6 +38,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
     with gr.Blocks(title="searchbox", delete_cache=(3600, 86400)) as app:
         owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
+        build_machine_view(settings)
         run_view = RunView(services)
         with gr.Tab("Search"):
             run_view.build(owner)

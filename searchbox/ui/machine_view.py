@@ -1,0 +1,35 @@
+""""This machine": the doctor's report in the app (`python -m searchbox doctor`, the same function), and
+a warning at the top of the page when a GPU is present and the models cannot use it."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from searchbox.doctor import Report, check_gpu, gather, gpu_notices, rows
+from searchbox.settings import Settings
+
+
+def notices_markdown(notices: list[str]) -> str:
+    return "\n\n".join(f"⚠️ **{notice}**" for notice in notices)
+
+
+def report_markdown(report: Report) -> str:
+    table = "\n".join(f"| {topic} | {_cell(value)} |" for topic, value in rows(report))
+    notices = notices_markdown(report.notices)
+    return (notices + "\n\n" if notices else "") + "| | this machine |\n|---|---|\n" + table
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # a pipe in a value would end its table cell
+
+
+def build_machine_view(settings: Settings) -> None:
+    """The warning (only when there is something to warn about) and a collapsed accordion whose report
+    is gathered each time it is opened: free VRAM and disk change, and gathering costs a second or two
+    that a visitor who never opens it should not wait for."""
+    notices = gpu_notices(check_gpu())
+    if notices:
+        gr.Markdown(notices_markdown(notices))
+    with gr.Accordion("This machine", open=False) as accordion:
+        body = gr.Markdown()
+    accordion.expand(lambda: report_markdown(gather(settings)), None, body, api_name="machine_report")
