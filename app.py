@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.ui.app import LAUNCH_OPTIONS, build_app  # noqa: E402
 
@@ -19,6 +21,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args()
     settings = Settings.resolve()
+    # Checked at every boot: a GPU machine with a CPU build of llama.cpp runs fine, only many times slower,
+    # so nothing else would say that the GPU sits unused (`python -m searchbox doctor` has the rest).
+    for notice in gpu_notices(check_gpu()):
+        print(f"!!! searchbox: {notice}", file=sys.stderr, flush=True)
     auth = tuple(settings.searchbox_auth.split(":", 1)) if ":" in settings.searchbox_auth else None
     app = build_app(settings).queue(default_concurrency_limit=8)
     # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from searchbox.doctor import Gpu, GpuCheck, _cpu_features, gpu_notices
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,3 +119,42 @@ def test_the_app_shows_the_report_under_this_machine(tmp_path: Path) -> None:
     assert "| | this machine |\n|---|---|\n" in page
     for topic in ("| GPU |", "| llama.cpp |", "| bash sandbox |", "| embedder packaged:minilm | ready:", "| RAM |"):
         assert topic in page
+
+
+def fake_nvidia_smi(folder: Path) -> str:
+    """A PATH on which nvidia-smi answers as on an L40S Space: the GPU-present path without a GPU."""
+    folder.mkdir()
+    program = folder / "nvidia-smi"
+    program.write_text("#!/bin/sh\necho 'NVIDIA L40S, 46068, 45400, 550.54.15'\n")
+    program.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def cpu_build() -> bool:
+    import llama_cpp
+
+    return not llama_cpp.llama_supports_gpu_offload()
+
+
+def test_a_gpu_machine_with_a_cpu_build_is_told_loudly(tmp_path: Path, monkeypatch) -> None:
+    if not cpu_build():
+        pytest.skip("this llama.cpp is a GPU build: a GPU present is used, nothing to warn about")
+    path = fake_nvidia_smi(tmp_path / "bin")
+    env = {**os.environ, "PATH": path, "HF_HUB_OFFLINE": "1", "SEARCHBOX_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "searchbox", "doctor"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "NVIDIA L40S: 45,400 of 46,068 MB free (nvidia-smi, driver 550.54.15)" in done.stdout
+    assert "!!! A GPU is present (NVIDIA L40S (45,400 MB free)) but this llama.cpp build" in done.stderr
+    assert "GGML_CUDA=on" in done.stderr
+
+    import gradio as gr
+
+    from searchbox.settings import Settings
+    from searchbox.ui.machine_view import build_machine_view
+
+    monkeypatch.setenv("PATH", path)
+    with gr.Blocks() as page:
+        build_machine_view(Settings.resolve(env={}))
+    warnings = [b.value for b in page.blocks.values() if isinstance(b, gr.Markdown) and "⚠️" in (b.value or "")]
+    assert len(warnings) == 1 and "cannot offload" in warnings[0] and "GGML_CUDA=on" in warnings[0]
