@@ -250,7 +250,7 @@ def _llm_auto(gpu: GpuCheck, models: list[ModelStatus], hub_reason: str) -> str:
     name = pick_preset(vram, ram).name
     picked = f"{name} (for {vram:,} MB of VRAM llama.cpp can use and {ram:,} MB of RAM)"
     if hub_reason and not any(m.ready for m in models if m.role == "llm" and m.name == name):
-        return f"{picked}; it is not here and {hub_reason}, so a run boots a packaged model instead"
+        return f"{picked}; it is not here and the hub cannot be used, so a run boots a packaged model instead"
     return picked
 
 
