@@ -95,12 +95,15 @@ def check_gpu() -> GpuCheck:
     torch_version, torch_cuda = "", False
     try:
         import torch
-
+    except ImportError:  # the embedders need it, but the report still says what else holds
+        torch = None
+    if torch is not None:
         torch_version, torch_cuda = torch.__version__, bool(torch.cuda.is_available())
         if not gpus and torch_cuda:  # no nvidia-smi in this container, but the driver is there
-            gpus, probe = _torch_gpus(torch), f"torch {torch_version} (CUDA {torch.version.cuda})"
-    except ImportError:
-        pass
+            try:
+                gpus, probe = _torch_gpus(torch), f"torch {torch_version} (CUDA {torch.version.cuda})"
+            except RuntimeError as exc:  # a device torch counts but cannot open (busy, driver mismatch)
+                probe = f"{probe}; torch sees CUDA but cannot query it: {exc}"
     version, offload, error = "", False, ""
     try:
         import llama_cpp
