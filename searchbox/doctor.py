@@ -118,7 +118,7 @@ def gpu_notices(check: GpuCheck) -> list[str]:
     """What keeps this machine's GPU from the models, each said in full with how to fix it."""
     if not check.gpus:
         return []
-    gpus = ", ".join(f"{g.name} ({g.free_mb:,} MB free)" for g in check.gpus)
+    gpus = ", ".join(f"{g.name} with {g.free_mb:,} MB free" for g in check.gpus)
     pin = f"=={check.llama_cpp_version}" if check.llama_cpp_version else ""
     if check.llama_cpp_error:
         return [f"A GPU is present ({gpus}) but llama.cpp cannot be loaded ({check.llama_cpp_error}). "

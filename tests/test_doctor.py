@@ -75,7 +75,7 @@ def check(**values: object) -> GpuCheck:
 
 def test_a_gpu_that_llama_cpp_cannot_use_gets_a_notice_with_the_fix() -> None:
     [notice] = gpu_notices(check(llama_cpp_offload=False))
-    assert "NVIDIA L40S (45,400 MB free)" in notice and "cannot offload" in notice
+    assert "NVIDIA L40S with 45,400 MB free" in notice and "cannot offload" in notice
     assert 'CMAKE_ARGS="-DGGML_CUDA=on"' in notice and '"llama-cpp-python==0.3.36"' in notice
     assert "abetlen.github.io/llama-cpp-python/whl/cu124" in notice
 
@@ -116,7 +116,7 @@ def test_the_app_shows_the_report_under_this_machine(tmp_path: Path) -> None:
     [expand] = [f for f in app.fns.values() if (accordion._id, "expand") in f.targets]
     assert expand.api_name == "machine_report"
     page = expand.fn()
-    assert "| | this machine |\n|---|---|\n" in page
+    assert page.startswith("| | this machine |\n|---|---|\n")
     for topic in ("| GPU |", "| llama.cpp |", "| bash sandbox |", "| embedder packaged:minilm | ready:", "| RAM |"):
         assert topic in page
 
@@ -145,7 +145,7 @@ def test_a_gpu_machine_with_a_cpu_build_is_told_loudly(tmp_path: Path, monkeypat
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "NVIDIA L40S: 45,400 of 46,068 MB free (nvidia-smi, driver 550.54.15)" in done.stdout
-    assert "!!! A GPU is present (NVIDIA L40S (45,400 MB free)) but this llama.cpp build" in done.stderr
+    assert "!!! A GPU is present (NVIDIA L40S with 45,400 MB free) but this llama.cpp build" in done.stderr
     assert "GGML_CUDA=on" in done.stderr
 
     import gradio as gr

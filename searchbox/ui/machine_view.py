@@ -14,9 +14,8 @@ def notices_markdown(notices: list[str]) -> str:
 
 
 def report_markdown(report: Report) -> str:
-    table = "\n".join(f"| {topic} | {_cell(value)} |" for topic, value in rows(report))
-    notices = notices_markdown(report.notices)
-    return (notices + "\n\n" if notices else "") + "| | this machine |\n|---|---|\n" + table
+    """The report's lines as a table; its notices are the warning the page already shows above."""
+    return "| | this machine |\n|---|---|\n" + "\n".join(f"| {topic} | {_cell(value)} |" for topic, value in rows(report))
 
 
 def _cell(text: str) -> str:
