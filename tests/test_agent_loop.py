@@ -250,7 +250,7 @@ def test_pause_then_resume_continues_from_the_session(job, tmp_path: Path) -> No
         if event.type == "tool_end":
             control.request("paused")
 
-    script = [Reply(tool_calls=[call("ls")]), Reply(tool_calls=[call("grep", pattern="Harbour")]), Reply(text="Ends 31 March 2029.")]
+    script = [Reply(tool_calls=[call("ls")]), Reply(tool_calls=[call("grep", pattern="Harbour")]), Reply(text="Ends 31 March 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
         job_dir, source = job
         settings = make_settings(tmp_path, endpoint.url)
@@ -273,7 +273,7 @@ def test_a_run_stopped_between_a_response_and_its_tools_runs_those_tools_on_resu
         if event.type == "step_end":
             control.request("paused")
 
-    script = [Reply(tool_calls=[call("grep", pattern="Harbour"), call("ls")]), Reply(text="Ends 31 March 2029.")]
+    script = [Reply(tool_calls=[call("grep", pattern="Harbour"), call("ls")]), Reply(text="Ends 31 March 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
         job_dir, source = job
         settings = make_settings(tmp_path, endpoint.url)

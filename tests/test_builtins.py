@@ -209,9 +209,9 @@ def test_edit_keeps_crlf_line_endings(ctx: BuiltinContext, work: Path) -> None:
 def test_grep_pattern_and_options(ctx: BuiltinContext) -> None:
     out = ok(ctx, "grep", pattern="revenue")
     assert out.text.splitlines() == [
-        "dataroom/finance/revenue.md:2:Total revenue was 48.2 million euros.",
-        "dataroom/finance/revenue.md:3:Recurring revenue: 81 percent.",
-        "dataroom/notes/lease.txt:2:revenue is not mentioned here",
+        "[s1] dataroom/finance/revenue.md:2:Total revenue was 48.2 million euros.",
+        "[s2] dataroom/finance/revenue.md:3:Recurring revenue: 81 percent.",
+        "[s3] dataroom/notes/lease.txt:2:revenue is not mentioned here",
     ]
     insensitive = ok(ctx, "grep", pattern="revenue", ignoreCase=True, glob="*.md")
     assert len(insensitive.text.splitlines()) == 4 and "lease.txt" not in insensitive.text
@@ -219,17 +219,17 @@ def test_grep_pattern_and_options(ctx: BuiltinContext) -> None:
     assert ok(ctx, "grep", pattern="4.\\.2").details["matches"] == 1
     assert "No matches found" in ok(ctx, "grep", pattern="4.\\.2", literal=True).text
     scoped = ok(ctx, "grep", pattern="revenue", path="dataroom/notes/lease.txt")
-    assert scoped.text == "dataroom/notes/lease.txt:2:revenue is not mentioned here"
+    assert scoped.text == "[s3] dataroom/notes/lease.txt:2:revenue is not mentioned here"
 
 
 def test_grep_context_limit_and_long_lines(ctx: BuiltinContext, work: Path) -> None:
     out = ok(ctx, "grep", pattern="^line 50$", context=2, path="dataroom")
-    assert out.text.splitlines() == [f"dataroom/big.log-{n}-line {n}" if n != 50 else "dataroom/big.log:50:line 50"
+    assert out.text.splitlines() == [f"dataroom/big.log-{n}-line {n}" if n != 50 else "[s1] dataroom/big.log:50:line 50"
                                      for n in range(48, 53)]
     limited = ok(ctx, "grep", pattern="^line 1", limit=3, context=1)
     lines = limited.text.splitlines()
-    assert lines[:4] == ["dataroom/big.log:1:line 1", "dataroom/big.log-2-line 2", "--", "dataroom/big.log-9-line 9"]
-    assert sum(":" in line.split("line")[0] for line in lines if line.startswith("dataroom/")) == 3
+    assert lines[:4] == ["[s2] dataroom/big.log:1:line 1", "dataroom/big.log-2-line 2", "--", "dataroom/big.log-9-line 9"]
+    assert sum(":" in line.split("line")[0] for line in lines if line.startswith(("dataroom/", "[s"))) == 3
     assert lines[-1] == "[3 matches limit reached. Use limit=6 for more, or refine the pattern]"
     (work / "wide.txt").write_text("needle " + "y" * 5000 + "\n")
     wide = ok(ctx, "grep", pattern="needle", path="wide.txt")

@@ -86,8 +86,8 @@ def test_probes_are_the_loops_own_situations(situations: list[Situation]) -> Non
     # Earlier steps were replayed with the real tools on the built-in dataroom: real results, real source ids.
     evidence = requests["answer-after-evidence"]["messages"]
     assert [m["role"] for m in evidence] == ["system", "user", "assistant", "tool", "assistant", "tool"]
-    assert "dataroom/01_corporate/officers_and_directors.md:" in evidence[3]["content"]
-    assert evidence[5]["content"].startswith("[source s1: dataroom/01_corporate/officers_and_directors.md")
+    assert "[s1] dataroom/01_corporate/officers_and_directors.md:" in evidence[3]["content"]  # grep's match is a source
+    assert evidence[5]["content"].startswith("[source s2: dataroom/01_corporate/officers_and_directors.md")
     assert "Pellworth & Strand LLP" in evidence[5]["content"]
     assert evidence[4]["tool_calls"][0]["function"]["name"] == "read"
     assert "brannock_manufacturing_and_supply_agreement_2023.pdf" in requests["read-found-file"]["messages"][-1]["content"]

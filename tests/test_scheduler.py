@@ -92,7 +92,7 @@ class Script:
             return Reply(tool_calls=[{"name": "ls", "arguments": {"path": "dataroom"}}], chunk_chars=400)
         if step == 2:
             return Reply(tool_calls=[{"name": "grep", "arguments": {"pattern": "Harbour"}}], chunk_chars=400)
-        return Reply(text=f"{name}: the lease runs until 31 March 2029.", chunk_chars=8)
+        return Reply(text=f"{name}: the lease runs until 31 March 2029 [s1].", chunk_chars=8)
 
 
 class Runner:
@@ -197,7 +197,7 @@ class Env:
         meta = self.meta(name)
         assert meta["done"] and meta["turns"] == 1 and meta["tool_calls"] == 2
         assert len(read_jsonl(job_dir / "turns.jsonl")) == 1
-        assert (job_dir / "work" / "ANSWER.md").read_text().startswith(f"{name}: the lease runs until 31 March 2029.")
+        assert (job_dir / "work" / "ANSWER.md").read_text().startswith(f"{name}: the lease runs until 31 March 2029 [s1].")
 
 
 @pytest.fixture
@@ -482,7 +482,7 @@ def test_subscribers_get_the_run_live_and_in_order(env: Env) -> None:
     types = [e.type for e in seen]
     assert types[0] == "run_start" and types[-1] == "stop" and types.count("tool_end") == 2
     deltas = "".join(e.data["text"] for e in seen if e.type == "delta")
-    assert deltas == "A: the lease runs until 31 March 2029."  # every delta, in order
+    assert deltas == "A: the lease runs until 31 March 2029 [s1]."  # every delta, in order
     assert seen_late and seen_late == seen[-len(seen_late):] and "run_start" not in [e.type for e in seen_late]
     assert scheduler.wait_idle(WAIT_S)
     assert gone.empty()

@@ -10,13 +10,16 @@ goes back to the model as an error output it can act on.
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
 import functools
+import heapq
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -374,39 +377,38 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     if not target.is_dir():  # ripgrep would wait forever on a FIFO it is named (it skips them in folders)
         os.close(open_regular(target, relative_to_work(ctx.work_dir, target)))
     folder, where = (target, ".") if target.is_dir() else (target.parent, target.name)
-    context, limit = args["context"], args["limit"]
-    command = _rg_command(ctx, folder, args.get("glob")) + ["--json"]
-    command += ["--ignore-case"] * args["ignoreCase"] + ["--fixed-strings"] * args["literal"]
-    command += ["--context", str(context)] if context else []
-    command += ["--regexp", args["pattern"], "--", where]
-    rows: list[str] = []
+    context, limit, glob = args["context"], args["limit"], args.get("glob")
+    search = ["--json"] + ["--ignore-case"] * args["ignoreCase"] + ["--fixed-strings"] * args["literal"]
+    search += ["--context", str(context)] if context else []
+    search += ["--regexp", args["pattern"]]
+    rows: list[_GrepRow | None] = []  # None: the "--" between two groups of lines
     matches, limit_hit, lines_cut = 0, False, False
     last: tuple[str, int] | None = None
     last_match = 0
-    with subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE) as rg:
+    with subprocess.Popen(_rg_command(ctx, folder, glob) + search + ["--", where], cwd=folder,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as rg:
         assert rg.stdout is not None and rg.stderr is not None
-        for event in rg_events(rg.stdout):
-            if event["type"] not in ("match", "context"):
-                continue
-            data = event["data"]
-            is_match = event["type"] == "match"
-            if is_match and matches == limit:
-                limit_hit = True
-                break
-            path = _under_work(ctx, folder, _rg_text(data["path"]))
-            number = data["line_number"]
-            if matches == limit and (last is None or path != last[0] or number > last_match + context):
-                continue  # the lead-in context of a match past the limit
-            matches += is_match
-            last_match = number if is_match else last_match
-            if context and last is not None and last != (path, number - 1):
-                rows.append("--")
-            line, was_cut = shorten_line(_rg_text(data["lines"]).rstrip("\r\n"))
-            lines_cut = lines_cut or was_cut
-            mark = ":" if is_match else "-"
-            rows.append(f"{path}{mark}{number}{mark}{line}")
-            last = (path, number)
+        documents = _document_events(ctx, folder, where, glob, search)
+        try:
+            for path, event in heapq.merge(_plain_events(ctx, folder, rg.stdout), documents, key=_path_order):
+                data = event["data"]
+                is_match = event["type"] == "match"
+                if is_match and matches == limit:
+                    limit_hit = True
+                    break
+                number = data["line_number"]
+                if matches == limit and (last is None or path != last[0] or number > last_match + context):
+                    continue  # the lead-in context of a match past the limit
+                matches += is_match
+                last_match = number if is_match else last_match
+                if context and last is not None and last != (path, number - 1):
+                    rows.append(None)
+                line, was_cut = shorten_line(_rg_text(data["lines"]).rstrip("\r\n"))
+                lines_cut = lines_cut or was_cut
+                rows.append(_GrepRow(path, number, is_match, line))
+                last = (path, number)
+        finally:
+            documents.close()
         if limit_hit:
             rg.kill()
         errors = rg.stderr.read().decode("utf-8", "replace").strip()
@@ -415,7 +417,11 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         if code == 2 and errors:
             raise ToolArgumentError(f"grep: {errors}")
         return ToolOutput("No matches found", details={"matches": 0})
-    cut = truncate_head("\n".join(rows), max_bytes=ctx.max_bytes)
+    # Cut with the widest id every match row could get, so the rows shown with their real ids fit too.
+    widest = f"[s{len(ctx.ledger.sources()) + matches}] "
+    cut = truncate_head("\n".join(_grep_row(row, widest) for row in rows), max_bytes=ctx.max_bytes)
+    shown = rows[:cut.shown_lines]
+    ids = _cite_matches(ctx, shown, context)
     notes = []
     if limit_hit:
         notes.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine the pattern")
@@ -423,8 +429,112 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         notes.append(f"{_limit(ctx)} output limit reached; narrow the search with path or glob")
     if lines_cut:
         notes.append(f"Some lines were cut to {MAX_LINE_CHARS} characters. Use read to see them whole")
-    text = _noted(cut.text, notes)
-    return ToolOutput(text, details={"matches": matches, "limit_reached": limit_hit, "truncated": cut.truncated})
+    text = _noted("\n".join(_grep_row(row, f"[{ids[n]}] " if n in ids else "") for n, row in enumerate(shown)), notes)
+    return ToolOutput(text, details={"matches": matches, "limit_reached": limit_hit, "truncated": cut.truncated,
+                                     "sources": list(dict.fromkeys(ids.values()))})
+
+
+class _GrepRow(NamedTuple):
+    path: str  # relative to work/
+    number: int  # 1-based, as read numbers the file's lines
+    is_match: bool
+    line: str  # cut to MAX_LINE_CHARS
+
+
+def _grep_row(row: _GrepRow | None, source: str) -> str:
+    """ripgrep's row (path:line:text for a match, path-line-text for context); a match row cited in the
+    ledger starts with its id."""
+    if row is None:
+        return "--"
+    if row.is_match:
+        return f"{source if row.path.startswith(DATAROOM_DIR + '/') else ''}{row.path}:{row.number}:{row.line}"
+    return f"{row.path}-{row.number}-{row.line}"
+
+
+def _cite_matches(ctx: BuiltinContext, rows: list[_GrepRow | None], context: int) -> dict[int, str]:
+    """The source id of each shown match row of a dataroom file: a range of the match line and the
+    context lines shown around it, merged with the ranges it overlaps, so one passage is one source."""
+    ids: dict[int, str] = {}
+    for block in _blocks(rows):
+        first, last = block[0][1].number, block[-1][1].number
+        ranges: list[tuple[list[int], int, int]] = []  # (indices of the match rows, first line, last line)
+        for index, row in block:
+            if row.is_match and row.path.startswith(DATAROOM_DIR + "/"):
+                low, high = max(row.number - context, first), min(row.number + context, last)
+                if ranges and low <= ranges[-1][2]:  # matches come in line order: only the last can overlap
+                    ranges[-1] = ([*ranges[-1][0], index], ranges[-1][1], max(high, ranges[-1][2]))
+                else:
+                    ranges.append(([index], low, high))
+        for indices, low, high in ranges:
+            text = "\n".join(row.line for _, row in block if low <= row.number <= high)
+            source = ctx.ledger.cite_range(block[0][1].path, low, high, text)
+            ids.update(dict.fromkeys(indices, source.id))
+    return ids
+
+
+def _blocks(rows: list[_GrepRow | None]) -> Iterator[list[tuple[int, _GrepRow]]]:
+    """Runs of rows on consecutive lines of one file, with their indices."""
+    block: list[tuple[int, _GrepRow]] = []
+    for index, row in enumerate(rows):
+        if block and (row is None or (row.path, row.number - 1) != (block[-1][1].path, block[-1][1].number)):
+            yield block
+            block = []
+        if row is not None:
+            block.append((index, row))
+    if block:
+        yield block
+
+
+def _path_order(found: tuple[str, dict[str, Any]]) -> list[str]:
+    """ripgrep's --sort path order: by name within each folder, folder by folder."""
+    return found[0].split("/")
+
+
+def _plain_events(ctx: BuiltinContext, folder: Path, stream: IO[bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """ripgrep's match and context events with their paths relative to work/, less those of documents,
+    whose bytes are not the text read shows (_document_events searches that)."""
+    for event in rg_events(stream):
+        if event["type"] in ("match", "context"):
+            path = _under_work(ctx, folder, _rg_text(event["data"]["path"]))
+            if not _is_document(path):
+                yield path, event
+
+
+def _document_events(ctx: BuiltinContext, folder: Path, where: str, glob: str | None,
+                     search: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The match and context events of the dataroom's documents (PDF, DOCX, ...) under `where`, in path
+    order: ripgrep searches the extracted text read shows, so a match's line number is the line read
+    shows it on, and a cited range opens on the right lines."""
+    listed = subprocess.run(_rg_command(ctx, folder, glob) + ["--files", "--", where], cwd=folder,
+                            stdin=subprocess.DEVNULL, capture_output=True)
+    for name in listed.stdout.decode("utf-8", "surrogateescape").splitlines():
+        rel = _under_work(ctx, folder, name)
+        if not _is_document(rel):
+            continue
+        try:
+            text = "\n".join(_document_lines(ctx, rel))
+        except ToolArgumentError:
+            continue  # a document read cannot show has no lines to match
+        # --text: the extracted text is searched whole, as read shows it, even where it holds a NUL.
+        with subprocess.Popen([rg_binary(), "--no-config", "--color=never", "--text", *search, "-"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as rg:
+            assert rg.stdin is not None and rg.stdout is not None
+            # Fed from a thread: ripgrep writes matches while it reads, and a full pipe either way would stall both.
+            feeder = threading.Thread(target=_feed, args=(rg.stdin, text.encode("utf-8", "replace")), daemon=True)
+            feeder.start()
+            try:
+                for event in rg_events(rg.stdout):
+                    if event["type"] in ("match", "context"):
+                        yield rel, event
+            finally:  # also when grep stops early (its limit reached): the search must not outlive it
+                rg.kill()
+                feeder.join()
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError):  # ripgrep was stopped before it read everything
+        pipe.write(data)
+        pipe.close()
 
 
 @_guarded
@@ -584,10 +694,11 @@ BUILTIN_TOOLS: dict[str, Builtin] = {
         ["path", "content"]), write),
     "grep": Builtin(_spec(
         "grep",
-        "Search file contents with ripgrep (regular expressions). Returns path:line:text rows, paths relative to "
-        f"the working folder; context rows are path-line-text. At most `limit` matches; output cut at {LIMIT_NOTE}; "
-        f"lines cut at {MAX_LINE_CHARS} characters.",
-        "Search file contents with ripgrep; returns path:line:text rows.",
+        "Search file contents with ripgrep (regular expressions); documents in dataroom/ (PDF, DOCX, ...) are "
+        "searched in the extracted text read shows. Returns path:line:text rows, paths relative to the working "
+        "folder; a match in dataroom/ starts with a source id [sN] to cite. Context rows are path-line-text. "
+        f"At most `limit` matches; output cut at {LIMIT_NOTE}; lines cut at {MAX_LINE_CHARS} characters.",
+        "Search file contents with ripgrep; rows path:line:text, dataroom matches with a source id [sN].",
         {"pattern": {"type": "string", "description": "regular expression (or literal text with literal=true)",
                      "maxLength": 2000},
          "path": _OPTIONAL_PATH,
