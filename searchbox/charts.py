@@ -1,11 +1,21 @@
 """The figure style the app's dashboard (ui/charts.py) and the evaluation reports share: a title, a
-height, margins and an empty state. It sits below both so that neither imports the other."""
+height, margins, an empty state and the tools' colours. It sits below both so that neither imports the other."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Sequence
+
+import plotly.colors
 import plotly.graph_objects as go
 
 HEIGHT = 280
+# 50 distinct colours, dark ones first (Dark24 reads well on white): more than there are tools, so no
+# two tools of the catalog share one, as three pairs did in a 8-colour palette.
+_PALETTE = tuple(dict.fromkeys(c.upper() for c in (*plotly.colors.qualitative.Dark24, *plotly.colors.qualitative.Alphabet)))
+# bash's programs are shades of bash's colour, so a reader sees at once that they are all bash: the share
+# of black (below 0) or white (above 0) mixed in, darker to lighter.
+_BASH_SHADES = (-0.45, -0.32, -0.19, -0.06, 0.06, 0.19, 0.32, 0.45)
 
 
 def layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
@@ -23,3 +33,35 @@ def empty_figure(title: str, text: str = "no data yet") -> go.Figure:
     figure.update_xaxes(visible=False)
     figure.update_yaxes(visible=False)
     return layout(figure, title)
+
+
+class ToolColors:
+    """One fixed colour per tool, taken from its place in the tool catalog, so the same tool has the same
+    colour in every chart of the dashboard and the reports. "bash: PROGRAM" is a shade of bash's colour
+    picked by the program's name; a name outside the catalog (a tool the model made up) gets one of the
+    colours no tool has, picked by its name."""
+
+    def __init__(self, tools: Sequence[str]) -> None:
+        if len(tools) > len(_PALETTE):
+            raise ValueError(f"{len(tools)} tools but only {len(_PALETTE)} distinct colours: lengthen the palette")
+        self._fixed = dict(zip(tools, _PALETTE))
+        self._spare = _PALETTE[len(tools):] or _PALETTE
+        bash = plotly.colors.hex_to_rgb(self("bash"))
+        self._bash = [_mix(bash, share) for share in _BASH_SHADES]
+
+    def __call__(self, name: str) -> str:
+        if name in self._fixed:
+            return self._fixed[name]
+        if name.startswith("bash: "):
+            return self._bash[_stable_hash(name) % len(self._bash)]
+        return self._spare[_stable_hash(name) % len(self._spare)]
+
+
+def _mix(rgb: tuple[float, float, float], share: float) -> str:
+    other = 255 if share > 0 else 0
+    return "#" + "".join(f"{round(c + (other - c) * abs(share)):02X}" for c in rgb)
+
+
+def _stable_hash(name: str) -> int:
+    """The same in every process (Python's hash() of a str is salted per process)."""
+    return zlib.crc32(name.encode("utf-8", "surrogatepass"))

@@ -17,13 +17,16 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from searchbox.charts import HEIGHT, empty_figure, layout
+from searchbox.charts import HEIGHT, ToolColors, empty_figure, layout
 from searchbox.evaluation.questions import QUESTION_TYPES
+from searchbox.tools.builtins import BUILTIN_TOOLS
+from searchbox.tools.catalog import load_catalog
 
 # A verdict as a number, so a mean is an accuracy that gives half credit for a partial answer.
 _ACCURACY_AXIS = "accuracy (correct 1, partial ½)"
-_TOOL_COLORS = plotly.colors.qualitative.Set2
-_BASH_COLORS = ("#fb8c00", "#ef6c00", "#ffa726", "#e65100", "#ffb74d", "#f57c00", "#ffcc80", "#bf360c")
+_CONFIG_COLORS = plotly.colors.qualitative.Set2
+# Each tool's colour in every chart, the dashboard's too: by its place among the built-ins and the catalog.
+TOOL_COLORS = ToolColors([*BUILTIN_TOOLS, *(tool.name for tool in load_catalog())])
 
 
 def entries(df: pd.DataFrame) -> list[str]:
@@ -66,7 +69,7 @@ def budget_curve(df: pd.DataFrame) -> go.Figure:
         return empty_figure(title, "no data")
     stats = scored.groupby(["config", "budget", "force_budget"])["accuracy"].agg(["mean", "count"]).reset_index()
     figure = go.Figure()
-    for config, color in zip(dict.fromkeys(scored["config"]), cycle(_TOOL_COLORS)):
+    for config, color in zip(dict.fromkeys(scored["config"]), cycle(_CONFIG_COLORS)):
         points = stats[stats["config"] == config]
         figure.add_trace(go.Scatter(
             x=points["budget"], y=points["mean"], name=config, mode="lines+markers", line={"color": color},
@@ -98,14 +101,14 @@ def tool_usage(df: pd.DataFrame) -> go.Figure:
         return empty_figure(title, "no data")
     runs = df["entry"].value_counts()
     tools = sorted(totals, key=lambda name: (name.startswith("bash"), -sum(totals[name].values()), name))
-    plain, bash = cycle(_TOOL_COLORS), cycle(_BASH_COLORS)
+    # Shades of bash's colour can look alike: each segment is also labelled with its tool where it fits.
     figure = go.Figure([
         go.Bar(name=name, y=order, x=[totals[name][e] / runs[e] for e in order], orientation="h",
-               marker_color=next(bash) if name.startswith("bash") else next(plain),
-               hovertemplate=f"%{{y}}<br>{name}: %{{x:.2f}} calls per run<extra></extra>")
+               marker_color=TOOL_COLORS(name), text=[name] * len(order), textposition="inside",
+               insidetextanchor="middle", hovertemplate=f"%{{y}}<br>{name}: %{{x:.2f}} calls per run<extra></extra>")
         for name in tools
     ])
-    figure.update_layout(barmode="stack", legend={"traceorder": "normal"})
+    figure.update_layout(barmode="stack", legend={"traceorder": "normal"}, uniformtext={"minsize": 9, "mode": "hide"})
     figure.update_xaxes(title_text="mean calls per run")
     figure.update_yaxes(title_text=None, automargin=True, categoryorder="array", categoryarray=order[::-1])
     return layout(figure, title, max(HEIGHT, 120 + 36 * len(order)))

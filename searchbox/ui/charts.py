@@ -11,9 +11,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from searchbox.charts import HEIGHT, empty_figure, layout
+from searchbox.evaluation.report_charts import TOOL_COLORS
 
-_TOOL_COLOR = "#1e88e5"
-_BASH_COLOR = "#fb8c00"
+_GAUGE_COLOR = "#1e88e5"
 
 
 def turn_deltas(turn_rows: list[dict[str, Any]]) -> list[dict[str, int]]:
@@ -48,16 +48,16 @@ def tokens_per_turn(turn_rows: list[dict[str, Any]]) -> go.Figure:
 def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]) -> go.Figure:
     """Calls per tool, with bash replaced by the programs its commands ran (a pipeline counts each)."""
     title = "Tool calls (bash by program)"
-    bars = [(name, count, _TOOL_COLOR) for name, count in tool_counts.items() if name != "bash" and count]
+    bars = [(name, count) for name, count in tool_counts.items() if name != "bash" and count]
     if bash_programs:
-        bars += [(f"bash: {program}", count, _BASH_COLOR) for program, count in bash_programs.items() if count]
+        bars += [(f"bash: {program}", count) for program, count in bash_programs.items() if count]
     elif tool_counts.get("bash"):
-        bars.append(("bash", tool_counts["bash"], _BASH_COLOR))
+        bars.append(("bash", tool_counts["bash"]))
     if not bars:
         return empty_figure(title)
     bars.sort(key=lambda bar: (bar[1], bar[0]))  # largest at the top of a horizontal chart
     figure = go.Figure(go.Bar(
-        x=[b[1] for b in bars], y=[b[0] for b in bars], orientation="h", marker_color=[b[2] for b in bars],
+        x=[b[1] for b in bars], y=[b[0] for b in bars], orientation="h", marker_color=[TOOL_COLORS(b[0]) for b in bars],
         hovertemplate="%{y}: %{x}<extra></extra>"))
     figure.update_xaxes(title_text="calls")
     figure.update_yaxes(title_text=None, automargin=True)
@@ -110,7 +110,7 @@ def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None =
         return empty_figure(title)
     figure = go.Figure(go.Indicator(
         mode="gauge+number", value=turns_done, number={"suffix": f" / {budget}"}, title={"text": "turns"},
-        gauge={"axis": {"range": [0, budget]}, "bar": {"color": _TOOL_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
+        gauge={"axis": {"range": [0, budget]}, "bar": {"color": _GAUGE_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
     for row, (label, rate) in enumerate((("decode tok/s", decode_tps), ("prefill tok/s", prefill_tps))):
         if rate is not None:
             figure.add_trace(go.Indicator(
