@@ -20,6 +20,7 @@ from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.events import load_events
 from searchbox.records.files import read_json
 from searchbox.settings import Settings
+from searchbox.tools import builtins
 from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, run_builtin
 from searchbox.tools.sources import SourceLedger
 from searchbox.ui.answer import render_answer, render_sources
@@ -124,6 +125,21 @@ def test_documents_are_searched_in_path_order_with_the_glob_and_limit(ctx: Built
         "dataroom/minutes.docx:3:The board met at the Harbour office.")
     first = grep(ctx, pattern="Harbour", limit=1)
     assert first.details["limit_reached"] and first.text.splitlines()[0].startswith("[s1] dataroom/audit.pdf:")
+
+
+def test_a_document_is_extracted_once_while_it_is_unchanged(ctx: BuiltinContext, work: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    extracted: list[str] = []
+    document_lines = builtins._document_lines
+    monkeypatch.setattr(builtins, "_document_lines", lambda c, rel: extracted.append(rel) or document_lines(c, rel))
+    for _ in range(3):
+        assert grep(ctx, pattern="Baker", path="dataroom").details["matches"] == 1
+    assert sorted(extracted) == ["dataroom/audit.pdf", "dataroom/minutes.docx"]
+    pdf = work / "dataroom" / "audit.pdf"
+    pdf.chmod(0o644)
+    make_pdf(pdf, ["Signed by Baker & Co."])
+    assert grep(ctx, pattern="Baker", path="dataroom/audit.pdf").text.endswith("audit.pdf:2:Signed by Baker & Co.")
+    assert extracted.count("dataroom/audit.pdf") == 2
 
 
 def test_the_description_says_matches_carry_source_ids() -> None:

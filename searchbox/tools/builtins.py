@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,10 @@ _SNIFF_BYTES = 8192
 _BLOCK_BYTES = 1 << 20
 # Bytes kept of one line: just past the byte limit, so the truncation still says the line was cut.
 _LINE_BYTES = MAX_BYTES + 1
+# Extracted document text grep keeps between calls (_document_text), least recently searched dropped first.
+_DOCUMENT_TEXT_BYTES = 64 * 2**20
+_DOCUMENT_TEXTS: OrderedDict[tuple[str, int, int, int, int], bytes] = OrderedDict()
+_DOCUMENT_TEXTS_LOCK = threading.Lock()
 # edit holds a file several times over (text, the changed copy, the diff); notes and answers are far smaller.
 EDIT_MAX_BYTES = 8 * 2**20
 
@@ -511,24 +516,43 @@ def _document_events(ctx: BuiltinContext, folder: Path, where: str, glob: str | 
         rel = _under_work(ctx, folder, name)
         if not _is_document(rel):
             continue
-        try:
-            text = "\n".join(_document_lines(ctx, rel))
-        except ToolArgumentError:
-            continue  # a document read cannot show has no lines to match
+        text = _document_text(ctx, rel)
         # --text: the extracted text is searched whole, as read shows it, even where it holds a NUL.
         with subprocess.Popen([rg_binary(), "--no-config", "--color=never", "--text", *search, "-"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as rg:
             assert rg.stdin is not None and rg.stdout is not None
             # Fed from a thread: ripgrep writes matches while it reads, and a full pipe either way would stall both.
-            feeder = threading.Thread(target=_feed, args=(rg.stdin, text.encode("utf-8", "replace")), daemon=True)
+            feeder = threading.Thread(target=_feed, args=(rg.stdin, text), daemon=True)
             feeder.start()
             try:
                 for event in rg_events(rg.stdout):
                     if event["type"] in ("match", "context"):
                         yield rel, event
+                if rg.wait() == 2:
+                    return  # a bad pattern, bad in every document: the search of the other files says why
             finally:  # also when grep stops early (its limit reached): the search must not outlive it
                 rg.kill()
                 feeder.join()
+
+
+def _document_text(ctx: BuiltinContext, rel: str) -> bytes:
+    """A document's text as read shows it (nothing where read cannot show it), kept while the file is
+    unchanged: extracting a dataroom's PDFs and workbooks is most of a grep's time, and a run greps often."""
+    stat = (ctx.work_dir / rel).stat()
+    key = (str(ctx.work_dir.resolve() / rel), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    with _DOCUMENT_TEXTS_LOCK:
+        if key in _DOCUMENT_TEXTS:
+            _DOCUMENT_TEXTS.move_to_end(key)
+            return _DOCUMENT_TEXTS[key]
+    try:
+        text = "\n".join(_document_lines(ctx, rel)).encode("utf-8", "replace")
+    except ToolArgumentError:
+        text = b""
+    with _DOCUMENT_TEXTS_LOCK:
+        _DOCUMENT_TEXTS[key] = text
+        while sum(map(len, _DOCUMENT_TEXTS.values())) > _DOCUMENT_TEXT_BYTES:  # the least recently searched go
+            _DOCUMENT_TEXTS.popitem(last=False)
+    return text
 
 
 def _feed(pipe: IO[bytes], data: bytes) -> None:
