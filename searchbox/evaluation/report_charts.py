@@ -111,7 +111,11 @@ def tool_usage(df: pd.DataFrame) -> go.Figure:
     figure.update_layout(barmode="stack", legend={"traceorder": "normal"}, uniformtext={"minsize": 9, "mode": "hide"})
     figure.update_xaxes(title_text="mean calls per run")
     figure.update_yaxes(title_text=None, automargin=True, categoryorder="array", categoryarray=order[::-1])
-    return layout(figure, title, max(HEIGHT, 120 + 36 * len(order)))
+    # A legend of many tools wraps upwards over the title: the top margin grows by its rows (about 6 a row).
+    legend_px = 22 * -(-len(tools) // 6)
+    figure = layout(figure, title, max(HEIGHT, 120 + 36 * len(order)) + legend_px)
+    figure.update_layout(margin={"t": 45 + legend_px})
+    return figure
 
 
 def run_tool_counts(tool_counts: Any, bash_programs: Any) -> dict[str, int]:
