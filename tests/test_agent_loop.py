@@ -131,6 +131,17 @@ def test_an_answer_that_cites_nothing_is_asked_for_its_sources_once(job, tmp_pat
         assert len(endpoint.requests) == 2
 
 
+def test_a_forced_step_calls_the_forced_tool_when_it_is_on_offer(job, tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("keyword_search", query="lease")]), Reply(text="It ends in 2029 [s1].")]
+    with ScriptedEndpoint(script) as endpoint:
+        run(job, endpoint, tmp_path, force_tool_steps=1, forced_tool="keyword_search")
+        choices = [r.body.get("tool_choice") for r in endpoint.requests]
+    assert choices == [{"type": "function", "function": {"name": "keyword_search"}}, "auto"]
+    with ScriptedEndpoint(list(script)) as endpoint:  # search_dataroom is not on offer here: any tool
+        run((tmp_path / "job2", job[1]), endpoint, tmp_path, force_tool_steps=1, forced_tool="search_dataroom")
+        assert endpoint.requests[0].body.get("tool_choice") == "required"
+
+
 def test_force_budget_sends_continue_until_the_budget_is_spent(job, tmp_path: Path) -> None:
     script = [Reply(text=f"Answer, version {n}.") for n in (1, 2, 3)]
     with ScriptedEndpoint(script) as endpoint:

@@ -21,7 +21,7 @@ from searchbox.records.events import DONE_REASONS, EventBus
 from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
-from searchbox.llm.types import ChatModel, ChatResponse, ToolCall
+from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.citations import cited_ids
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
@@ -141,7 +141,7 @@ class AgentLoop:
                 raise _TurnOver(f"turn {self.state.turn} passed TURN_TIMEOUT_SECONDS and was ended")
             self.state.step += 1
             self.bus.step = self.state.step
-            response = self._respond("required" if step_in_turn <= self.settings.force_tool_steps else "auto")
+            response = self._respond(self._forced_choice() if step_in_turn <= self.settings.force_tool_steps else "auto")
             if not response.tool_calls:
                 if not response.text.strip() and not nudged:
                     nudged = True
@@ -156,6 +156,13 @@ class AgentLoop:
                 self._check_stop()
                 self._run_tool(call)
         raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
+
+    def _forced_choice(self) -> ToolChoice:
+        """A forced step calls FORCED_TOOL when the run offers it, else any tool."""
+        offered = {schema["function"]["name"] for schema in self.toolbox.schemas()}
+        if self.settings.forced_tool in offered:
+            return {"type": "function", "function": {"name": self.settings.forced_tool}}
+        return "required"
 
     def _ask_again(self, prompt: str, notice: str) -> None:
         self.bus.emit("notice", level="warning", message=notice)
@@ -195,7 +202,7 @@ class AgentLoop:
 
     # -- one step -------------------------------------------------------------------------
 
-    def _respond(self, tool_choice: str) -> ChatResponse:
+    def _respond(self, tool_choice: ToolChoice) -> ChatResponse:
         self.bus.emit("step_start")
         self._maybe_compact()
         started = time.monotonic()
@@ -217,7 +224,7 @@ class AgentLoop:
                       finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"])
         return response
 
-    def _stream(self, tool_choice: str) -> ChatResponse:
+    def _stream(self, tool_choice: ToolChoice) -> ChatResponse:
         messages = self.session.context(self.system)
         tools = None if tool_choice == "none" else self.toolbox.schemas() or None
         try:
