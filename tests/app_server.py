@@ -48,10 +48,15 @@ def unwrap(value: Any) -> Any:
     return value
 
 
+# /search also returns the visitor's id (a BrowserState) when a browser's first run made it.
+SEARCH_FIELDS = (*LIVE_FIELDS, "owner")
+
+
 def live(update: tuple) -> dict[str, Any]:
     """One update of /search or /reattach by output name."""
-    assert len(update) == len(LIVE_FIELDS), [str(v)[:80] for v in update]
-    return {name: unwrap(value) for name, value in zip(LIVE_FIELDS, update)}
+    fields = SEARCH_FIELDS if len(update) == len(SEARCH_FIELDS) else LIVE_FIELDS
+    assert len(update) == len(fields), [str(v)[:80] for v in update]
+    return {name: unwrap(value) for name, value in zip(fields, update)}
 
 
 def free_port() -> int:

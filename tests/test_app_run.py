@@ -71,6 +71,8 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
     plots = [value for name, value in final.items() if name.startswith("plot-")]
     answer_file, bundle = final["answer_file"], final["bundle"]
     assert len(updates) > 2, "the run view should update while the run goes"
+    # The caller's id stands: only a caller with none yet is sent one (tests/test_browser.py, a quick first Search).
+    assert all(live(update)["owner"] is None for update in updates)
     assert first_tool_at is not None and first_tool_at < time.monotonic() - started
     assert "done" in status and "budget_spent" in status
     assert any("Turn 2 / 2" in t for t in titles(feed))

@@ -4,8 +4,6 @@ same code path as the CLI's runs."""
 
 from __future__ import annotations
 
-import secrets
-
 import gradio as gr
 
 from searchbox.settings import Settings
@@ -48,8 +46,8 @@ def build_app(settings: Settings | None = None, services: Services | None = None
             build_explorer(settings)
         with gr.Tab("Compare"):
             CompareView(settings).build()
-        # A visitor's runs belong to an unguessable id kept in their browser.
-        app.load(lambda current: current or secrets.token_urlsafe(16), [owner], [owner], api_name=False).then(
-            run_view.reattach, [owner], run_view.live_outputs, api_name="reattach")
+        # A visitor's runs belong to an unguessable id kept in their browser, made by their first run
+        # (made on page load, it lost the race to a quick first Search: that run was listed for nobody).
+        app.load(run_view.reattach, [owner], run_view.live_outputs, api_name="reattach")
     app.services = services  # type: ignore[attr-defined]
     return app

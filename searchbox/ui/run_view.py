@@ -160,8 +160,10 @@ class RunView:
         question = (question or "").strip()
         if not question:
             raise gr.Error("Ask a question first.")
-        # The page always sends its browser's id; a caller without one gets a private, unlisted run.
-        owner = owner or f"anonymous-{secrets.token_urlsafe(16)}"
+        # A browser's first run makes its id, which the page then keeps (BrowserState) and sends with every
+        # later call; an API caller without one gets a private, unlisted run.
+        new_owner = "" if owner else secrets.token_urlsafe(16)
+        owner = owner or new_owner
         overrides = run_overrides(self.services.settings, budget, force, high, low, llm, endpoint, model_id, retrieval,
                                   embed_backend, rerank_backend)
         source = Path(upload) if upload else BUILTIN_DATAROOM
@@ -176,7 +178,8 @@ class RunView:
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed
         self.services.scheduler.submit(record.id)
         async for update in self._follow(record.id, question, subscription, replay=False):
-            yield update
+            yield {**update, self.owner: new_owner} if new_owner else update
+            new_owner = ""
 
     async def reattach(self, owner: str):
         """On page load: the visitor's newest run still going, followed live from its records so far
@@ -276,6 +279,7 @@ class RunView:
         low = [t.name for t in catalog if t.group == "low"]
         defaults = {t.name for t in catalog if t.default}
         self.job_id = gr.State("")
+        self.owner = owner
         with gr.Row():
             with gr.Column(scale=2):
                 question = gr.Textbox(label="Question", lines=3, placeholder="Ask something the documents can answer")
@@ -328,6 +332,6 @@ class RunView:
         all_low.change(lambda on: low if on else [], [all_low], [low_tools], api_name=False)
         run_button.click(self.run, [question, upload, budget, force, high_tools, low_tools, llm, endpoint, model_id,
                                     retrieval, embed_backend, rerank_backend, jina_key, owner],
-                         self.live_outputs, api_name="search", js=SHOW_RUN_ON_A_PHONE)
+                         [*self.live_outputs, owner], api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
         pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")
