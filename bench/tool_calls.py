@@ -62,7 +62,7 @@ PRESENTATIONS = {
     "step-by-step + example": Presentation(STEP_BY_STEP, "full", True),
     "act": Presentation(HARNESS, "full", False),
     "act + example": Presentation(HARNESS, "full", True),
-    "act + example, brief (packaged)": Presentation(HARNESS, "brief", True),
+    "act + example + brief (packaged)": Presentation(HARNESS, "brief", True),
 }
 
 
