@@ -38,6 +38,7 @@ from searchbox.tools.paths import (
 )
 from searchbox.tools.rg_events import rg_events
 from searchbox.tools.sandbox import PlumbingError, SandboxConfig, SandboxUnavailable, discard_spill, run_sandboxed
+from searchbox.tools.sandbox.budget import measure
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import (
     MAX_BYTES,
@@ -306,6 +307,7 @@ def edit(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         crlf = "\r\n" in original  # models send \n; the file keeps its own line endings
         content = original.replace("\r\n", "\n")
         changed = _apply_edits(content, rel, args["edits"])
+        _within_job_budget(ctx, target, len((changed.replace("\n", "\r\n") if crlf else changed).encode("utf-8")))
         handle.seek(0)
         handle.truncate()
         handle.write((changed.replace("\n", "\r\n") if crlf else changed).encode("utf-8"))
@@ -316,6 +318,23 @@ def edit(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     summary = f"Successfully replaced {count} block{'s' if count > 1 else ''} in {rel} (+{added} -{removed} lines)."
     shown = truncate_head("\n".join(diff[2:]), max_bytes=ctx.max_bytes)  # without the ---/+++ header lines
     return ToolOutput(f"{summary}\n{shown.text}", details={"path": rel, "replacements": count, "diff": "\n".join(diff)})
+
+
+def _within_job_budget(ctx: BuiltinContext, target: Path, new_bytes: int) -> None:
+    """write and edit count against the job's disk and file budget as bash's commands do (JOB_DISK_MB,
+    JOB_FILES): a change that would pass it is refused before anything is written."""
+    usage, _ = measure(ctx.work_dir)
+    old_bytes = target.stat().st_blocks * 512 if target.is_file() else 0
+    new_files = 0 if target.exists() else 1 + sum(1 for parent in target.parents if not parent.exists())
+    rel = relative_to_work(ctx.work_dir, target)
+    budget = ctx.sandbox
+    if usage.bytes - old_bytes + new_bytes > budget.job_disk_bytes:
+        raise ToolArgumentError(f"writing {format_size(new_bytes)} to {rel} would take the working folder past its "
+                                f"{format_size(budget.job_disk_bytes)} budget ({format_size(usage.bytes)} used); "
+                                "remove files you no longer need")
+    if usage.inodes + new_files > budget.job_inodes:
+        raise ToolArgumentError(f"the working folder already holds {usage.inodes:,} files and folders, its budget "
+                                f"is {budget.job_inodes:,}; remove some before writing {rel}")
 
 
 def _apply_edits(content: str, rel: str, changes: list[dict[str, Any]]) -> str:
@@ -363,8 +382,9 @@ def write(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     rel = relative_to_work(ctx.work_dir, target)
     if target.is_dir():
         raise ToolArgumentError(f"'{rel}' is a directory; give a file path")
-    target.parent.mkdir(parents=True, exist_ok=True)
     content = args["content"]
+    _within_job_budget(ctx, target, len(content.encode("utf-8")))
+    target.parent.mkdir(parents=True, exist_ok=True)
     # Emptied only once known to be a regular file: a FIFO made with bash would block the open forever.
     with open(open_regular(target, rel, os.O_WRONLY | os.O_CREAT), "wb") as handle:
         handle.truncate()
