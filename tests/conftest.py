@@ -11,6 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir  # noqa: E402
+from searchbox.jobs.store import JobStore  # noqa: E402
 from searchbox.retrieval.cache import EmbeddingCache  # noqa: E402
 from searchbox.retrieval.encoder import Encoder  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
@@ -40,6 +41,17 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    """The small dataroom as a folder, for job-store tests."""
+    return write_tree(tmp_path / "room", SMALL_DATAROOM)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return JobStore(tmp_path / "jobs")
 
 
 @pytest.fixture(scope="session")

@@ -11,23 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL_DATAROOM, write_tree
 from searchbox.jobs.store import STATE_FILE, JobRecord, JobStore
 from searchbox.records.files import write_json
 from searchbox.settings import Settings
 
 DAY = 86400.0
 MB = 2**20
-
-
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "room", SMALL_DATAROOM)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> JobStore:
-    return JobStore(tmp_path / "jobs")
 
 
 def settings(**knobs: object) -> Settings:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL_DATAROOM, write_tree
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.jobs import store as store_module
 from searchbox.jobs.store import STATE_FILE, JobStore
@@ -24,16 +23,6 @@ QUESTION = "When does the office lease end?"
 @pytest.fixture
 def base() -> Settings:
     return Settings.resolve(env={"JINA_API_KEY": "jina-from-the-environment"}, searchbox_tools="")
-
-
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "room", SMALL_DATAROOM)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> JobStore:
-    return JobStore(tmp_path / "jobs")
 
 
 def test_a_job_is_a_job_folder_with_its_state(store: JobStore, source: Path, base: Settings) -> None:
