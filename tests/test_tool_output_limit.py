@@ -13,7 +13,7 @@ from searchbox.dataroom.workspace import prepare_work_dir
 
 from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, run_builtin
 from searchbox.tools.catalog import enabled_tools, load_catalog
-from searchbox.tools.excerpt import excerpt, term_weights
+from searchbox.tools.excerpt import excerpt, term_weights, word_key
 from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
 from searchbox.tools.sources import SourceLedger
 
@@ -83,12 +83,24 @@ def test_an_excerpt_is_the_window_where_the_rarer_query_words_are() -> None:
     others = [filler * 3, "City of Harwick Falls, Master Agreement: invoices. " * 4]
     query = "What is the initial term of the Master Agreement with the City of Harwick Falls?"
     weights = term_weights(query, [text, *others])
-    assert weights["initial"] > weights["harwick"] and "the" not in weights and "what" not in weights
+    assert weights[word_key("initial")] > weights[word_key("harwick")] and "the" not in weights and "what" not in weights
     cut = excerpt(text, weights, 160)
     assert "initial term of the Master Agreement is three (3) years" in cut
     assert cut.startswith("…") and cut.endswith("…") and len(cut) <= 162 and not cut.strip("…").startswith(" ")
     assert excerpt("short text", weights, 160) == "short text"
     assert excerpt(text, {"absent": 1.0}, 60).startswith("The Master") and excerpt(text, {"absent": 1.0}, 60).endswith("…")
+
+
+def test_an_excerpt_matches_a_word_s_other_forms_and_drops_layout() -> None:
+    """A table laid out with dot leaders and padding (the built-in lease abstract): "expire" finds
+    "Expiration", and the padding does not take the excerpt's characters."""
+    rows = [("Premises", "410 Lakewalk Avenue, Duluth"), ("Landlord", "Lakewalk Commons LLC"),
+            ("Lease date", "30 March 2021"), ("Rentable area", "22,400 rentable square feet"),
+            ("Commencement", "1 June 2021"), ("Expiration", "31 May 2028"), ("Base rent", "$23.50 per RSF")]
+    text = "LEASE ABSTRACT\n\n" + "".join(f"{name} {'.' * (20 - len(name))} {value}\n{' ' * 21}\n" for name, value in rows)
+    weights = term_weights("when does the lease expire", [text, "lease of the office"])
+    cut = excerpt(text, weights, 120)
+    assert "Expiration 31 May 2028" in cut and ".." not in cut and "  " not in cut
 
 
 def test_builtins_cut_at_the_limit_and_say_how_to_read_on(tmp_path: Path) -> None:
