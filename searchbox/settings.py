@@ -128,8 +128,9 @@ class Settings:
         choices=("full", "brief"),
     )
     forced_tool: str = knob(
-        "", "the tool that the FORCE_TOOL_STEPS steps must call when the run offers it (empty, or not on offer: any "
-        "tool); unless set, the built-in runtime's model preset fits it (search_dataroom for the packaged models)"
+        "", "the tool that the FORCE_TOOL_STEPS steps of turn 1 must call when the run offers it (later turns, empty, "
+        "or not on offer: any tool); unless set, the built-in runtime's model preset fits it (search_dataroom for "
+        "the packaged models)"
     )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")

@@ -140,6 +140,12 @@ def test_a_forced_step_calls_the_forced_tool_when_it_is_on_offer(job, tmp_path: 
     with ScriptedEndpoint(list(script)) as endpoint:  # search_dataroom is not on offer here: any tool
         run((tmp_path / "job2", job[1]), endpoint, tmp_path, force_tool_steps=1, forced_tool="search_dataroom")
         assert endpoint.requests[0].body.get("tool_choice") == "required"
+    # Turn 2's forced step is the model's choice of tool: forced to the same tool, the 1.5B repeated its search.
+    with ScriptedEndpoint([*script, Reply(tool_calls=[call("ls", path="dataroom")]), Reply(text="2029 [s1].")]) as endpoint:
+        run((tmp_path / "job3", job[1]), endpoint, tmp_path, force_tool_steps=1, forced_tool="keyword_search",
+            turn_budget=2, force_budget=True)
+        choices = [r.body.get("tool_choice") for r in endpoint.requests]
+    assert choices == [{"type": "function", "function": {"name": "keyword_search"}}, "auto", "required", "auto"]
 
 
 def test_force_budget_sends_continue_until_the_budget_is_spent(job, tmp_path: Path) -> None:

@@ -158,9 +158,11 @@ class AgentLoop:
         raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
 
     def _forced_choice(self) -> ToolChoice:
-        """A forced step calls FORCED_TOOL when the run offers it, else any tool."""
+        """A forced step of turn 1 calls FORCED_TOOL when the run offers it; any other forced step calls
+        a tool of the model's choosing. Forced to search again at each Continue, the 1.5B sent the
+        identical search every turn and a forced budget bought nothing."""
         offered = {schema["function"]["name"] for schema in self.toolbox.schemas()}
-        if self.settings.forced_tool in offered:
+        if self.state.turn == 1 and self.settings.forced_tool in offered:
             return {"type": "function", "function": {"name": self.settings.forced_tool}}
         return "required"
 
