@@ -97,6 +97,33 @@ def test_a_visitor_has_only_so_many_runs_waiting(store: JobStore, source: Path) 
     store.create("4", source, {}, "alice", base, max_waiting=2)
 
 
+def test_a_job_just_created_counts_once_against_the_limit(store: JobStore, source: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between a job appearing in the listing and its create returning, it was counted twice (listed and
+    under way): on a busy machine a burst of submits was refused below the limit."""
+    base = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
+    listed, counted = threading.Event(), threading.Event()
+    create = JobStore._create
+
+    def create_then_wait(self: JobStore, *args: object) -> JobRecord:
+        record = create(self, *args)
+        listed.set()
+        counted.wait(30)
+        return record
+
+    monkeypatch.setattr(JobStore, "_create", create_then_wait)
+    first = threading.Thread(target=store.create, args=("first", source, {}, "alice", base), kwargs={"max_waiting": 2})
+    first.start()
+    assert listed.wait(30)
+    monkeypatch.setattr(JobStore, "_create", create)
+    try:
+        store.create("second", source, {}, "alice", base, max_waiting=2)
+    finally:
+        counted.set()
+        first.join(30)
+    assert len(store.list("alice")) == 2
+
+
 def test_a_burst_of_submits_cannot_pass_the_limit(store: JobStore, source: Path) -> None:
     base = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
     outcomes: list[str] = []

@@ -21,7 +21,7 @@ import re
 import secrets
 import threading
 import time
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -81,7 +81,9 @@ class JobStore:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._creating: Counter[str] = Counter()  # creates under way per owner, counted against their limit
+        # Ids of the creates under way per owner, counted against their limit with the listed jobs: as a
+        # set, a job that is already listed but not yet out of it is counted once, not twice.
+        self._creating: defaultdict[str, set[str]] = defaultdict(set)
         self._finished_bytes: dict[str, int] = {}  # a finished job no longer grows: measured once
         self._remove_stale_staging()
         for path in root.glob(_REMOVING + "*"):  # a prune cut short by a crash
@@ -108,20 +110,21 @@ class JobStore:
         """Lay out a new queued job, after pruning old ones (SEARCHBOX_KEEP_DAYS, SEARCHBOX_JOBS_MAX_MB).
         max_waiting > 0: refused when the owner already has that many runs waiting. DataroomError,
         SettingsError, ValueError propagate; nothing is left."""
+        job_id = secrets.token_urlsafe(16)
         with self._lock:  # counted with the creates under way: a burst of submits cannot pass the limit
-            waiting = sum(r.state in WAITING for r in self.list(owner)) + self._creating[owner]
+            waiting = len({r.id for r in self.list(owner) if r.state in WAITING} | self._creating[owner])
             if max_waiting and waiting >= max_waiting:
                 raise ValueError(f"You already have {waiting} run{'s' if waiting != 1 else ''} queued or running, the "
                                  "most one visitor may have at once; wait for one to finish, or cancel one in the Jobs tab.")
-            self._creating[owner] += 1
+            self._creating[owner].add(job_id)
         try:
             self.prune(base_settings.searchbox_keep_days * 86400.0, base_settings.searchbox_jobs_max_mb * 2**20)
-            return self._create(question, source, overrides, owner, base_settings)
+            return self._create(job_id, question, source, overrides, owner, base_settings)
         finally:
             with self._lock:
-                self._creating[owner] -= 1
+                self._creating[owner].discard(job_id)
 
-    def _create(self, question: str, source: Path, overrides: dict[str, Any], owner: str,
+    def _create(self, job_id: str, question: str, source: Path, overrides: dict[str, Any], owner: str,
                 base_settings: Settings) -> JobRecord:
         overrides = public_overrides(overrides)
         url = overrides.get("llama_url") or ""
@@ -131,7 +134,6 @@ class JobStore:
                                  "stored with the run; use an endpoint that needs none in its URL")
             del overrides["llama_url"]  # the operator's own: the environment gives it to the run again
         settings = base_settings.with_overrides(**overrides)  # unknown or bad knobs fail before any file exists
-        job_id = secrets.token_urlsafe(16)
         staging = self.root / f".staging-{job_id}"
         try:
             create_job(staging, question, source, settings)
