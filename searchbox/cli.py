@@ -16,6 +16,7 @@ from pathlib import Path
 
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs
 from searchbox.tools.retrieval_tools import run_catalog_tool
@@ -46,7 +47,7 @@ def _workspace(args: argparse.Namespace, *, retrieval: bool = True) -> Iterator[
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     if args.job:
         job = Path(args.job)
-        if (job / "work" / "dataroom").exists():
+        if JobFolder(job).dataroom.exists():
             yield Workspace.open(job, settings)
         else:
             yield Workspace.create(job, source, settings)
@@ -63,7 +64,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from searchbox.jobs.job import create_job
     from searchbox.llm.connect import connect_for_run
     from searchbox.progress import ProgressPrinter
-    from searchbox.records.files import read_json
 
     overrides = _parse_overrides(args.set)
     overrides["turn_budget"] = args.budget if args.budget is not None else overrides.get("turn_budget")
@@ -81,8 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         reason = run_job(job_dir, settings, model, [printer])
     finally:
         model.close()
-    meta = read_json(job_dir / "run_meta.json", {})
-    answer = job_dir / "work" / "ANSWER.md"
+    folder = JobFolder(job_dir)
+    meta, answer = folder.read_meta(), folder.answer
     tokens = meta.get("tokens", {})
     tools = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("tool_counts", {}).items())) or "none"
     citations = meta.get("citations", {})

@@ -9,15 +9,11 @@ from pathlib import Path
 from searchbox.builtin import BUILTIN_VECTORS
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
+from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.settings import Settings
 from searchbox.tools.retrieval_tools import ToolContext
 from searchbox.tools.sources import SourceLedger
-
-
-def question_of(job_dir: Path) -> str:
-    """The question jobs.job.create_job wrote; here, below the agent, so a run can read its own job."""
-    return (job_dir / "query.txt").read_text(encoding="utf-8").strip()
 
 
 @dataclass
@@ -36,13 +32,15 @@ class Workspace:
 
     @classmethod
     def open(cls, job_dir: Path, settings: Settings) -> Workspace:
-        ledger_path = job_dir / "sources.json"
-        ledger = SourceLedger.load(ledger_path) if ledger_path.exists() else SourceLedger()
-        return cls(job_dir, settings, ledger)
+        return cls(job_dir, settings, SourceLedger.from_rows(JobFolder(job_dir).read_sources()))
+
+    @property
+    def folder(self) -> JobFolder:
+        return JobFolder(self.job_dir)
 
     @property
     def work_dir(self) -> Path:
-        return self.job_dir / "work"
+        return self.folder.work
 
     @property
     def corpus(self) -> Corpus:
@@ -65,4 +63,4 @@ class Workspace:
         return ToolContext(self.work_dir, self.engine, self.ledger, self.settings.tool_output_bytes)
 
     def save_ledger(self) -> None:
-        self.ledger.save(self.job_dir / "sources.json")
+        self.folder.write_sources(self.ledger.rows())

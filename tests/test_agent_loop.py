@@ -6,7 +6,6 @@ OpenAI-compatible client talking HTTP to a scripted server.
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.files import read_json, read_jsonl
+from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings
 
 QUESTION = "When does the office lease end?"
@@ -92,8 +92,10 @@ def test_one_turn_with_tools_writes_every_record(job, tmp_path: Path) -> None:
     assert events[0] == "run_start" and events[-1] == "stop" and events.count("tool_end") == 2
     timing = read_json(job_dir / "timing.json")
     assert set(timing["tools"]) == {"ls", "read"} and timing["wall_ms"] >= timing["tool_ms"]
-    sources = json.loads((job_dir / "sources.json").read_text())
-    assert sources[0]["id"] == "s1" and sources[0]["path"] == "dataroom/legal/lease.txt"
+    sources = read_json(job_dir / "sources.json")
+    assert sources["schema_version"] == SCHEMA_VERSION == meta["schema_version"] == timing["schema_version"]
+    assert {row["schema_version"] for row in turns} == {SCHEMA_VERSION}
+    assert sources["sources"][0]["id"] == "s1" and sources["sources"][0]["path"] == "dataroom/legal/lease.txt"
 
 
 def test_an_empty_reply_is_asked_again_once_per_turn(job, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
 from searchbox.llm.presets import PRESETS, find_preset, fit_limits, pick_preset
 from searchbox.records.files import read_json
+from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings, knob_docs
 
 NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
@@ -190,4 +191,4 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
     assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024, "FORCE_TOOL_STEPS": 1,
                                "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief", "FORCED_TOOL": "search_dataroom"}
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
-    assert read_json(job_dir / "config.json") == meta["config"]
+    assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}

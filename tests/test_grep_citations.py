@@ -3,7 +3,6 @@ with the id on the row, so a grep-only run can cite what it found (issue 14, ite
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.events import load_events
 from searchbox.records.files import read_json
+from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.tools import builtins
 from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, run_builtin
@@ -168,7 +168,7 @@ def test_a_grep_only_run_cites_what_it_found_and_the_panels_show_it(tmp_path: Pa
     meta = read_json(job_dir / "run_meta.json")
     assert meta["tool_counts"] == {"grep": 1}
     assert meta["citations"] == {"cited": ["s1"], "valid": 1, "invalid": 0, "invalid_ids": []}
-    sources = json.loads((job_dir / "sources.json").read_text())
+    sources = JobFolder(job_dir).read_sources()
     assert [(s["id"], s["kind"], s["path"], s["start"], s["end"]) for s in sources] == [
         ("s1", "range", "dataroom/legal/lease.txt", 1, 1)]
 

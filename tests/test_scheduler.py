@@ -31,7 +31,7 @@ from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
-from searchbox.workspace import question_of
+from searchbox.records.job_folder import JobFolder
 
 WAIT_S = 30.0  # generous: a loaded 2-core machine must never fail a test by being slow
 # A crash in the worker (or a test thread) must fail the test, not pass with a warning.
@@ -40,7 +40,7 @@ _NAME = re.compile(r"^\[(\w+)\]")
 
 
 def name_of(job_dir: Path) -> str:
-    match = _NAME.match(question_of(job_dir))
+    match = _NAME.match(JobFolder(job_dir).question())
     assert match
     return match.group(1)
 

@@ -23,12 +23,11 @@ from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.citations import cited_ids
-from searchbox.records.files import read_jsonl
+from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.tools.builtins import ToolOutput
 from searchbox.tools.gist import result_gist
 
-ANSWER_FILE = "ANSWER.md"
 _PREVIEW_CHARS = 400
 _REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered with a nudge instead
 
@@ -60,16 +59,16 @@ class LoopState:
 class AgentLoop:
     def __init__(self, job_dir: Path, settings: Settings, model: ChatModel, toolbox: Toolbox,
                  bus: EventBus, control: RunControl | None = None) -> None:
-        self.job_dir = job_dir
-        self.work_dir = job_dir / "work"
+        self.folder = JobFolder(job_dir)
+        self.work_dir = self.folder.work
         self.settings = settings
         self.model = model
         self.toolbox = toolbox
         self.bus = bus
         self.control = control or RunControl()
-        self.session = Session.load(job_dir / "session.jsonl")
+        self.session = Session.load(self.folder.session)
         self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
-        self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
+        self.state = LoopState(turn=len(self.folder.read_turns()), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._recent_calls: list[str] = []
         self._sources_shown = False  # a tool result showed document content with a source id
@@ -173,7 +172,7 @@ class AgentLoop:
     def _uncited(self, reply: str) -> bool:
         """The reply is the answer (the model wrote no ANSWER.md), tools showed sources, and it cites none."""
         return (bool(reply.strip()) and self._sources_shown and not cited_ids(reply)
-                and not (self.work_dir / ANSWER_FILE).exists())
+                and not self.folder.answer.exists())
 
     def _finish_interrupted_step(self) -> None:
         """Run the tool calls a stopped run left without results (a pause or preemption between a
@@ -302,7 +301,7 @@ class AgentLoop:
 
     def _backstop_answer(self) -> None:
         """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
-        answer = self.work_dir / ANSWER_FILE
+        answer = self.folder.answer
         if answer.exists():
             return
         for message in reversed(self.session.messages):

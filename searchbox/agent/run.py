@@ -11,12 +11,12 @@ from searchbox.records.events import EventBus, Listener
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.types import ChatModel
-from searchbox.records.files import write_json
+from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import dataroom_mount_readonly
-from searchbox.workspace import Workspace, question_of
+from searchbox.workspace import Workspace
 
 
 def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
@@ -51,17 +51,18 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
         # The runtime capped the window for this model: compaction and the records use the real one.
         settings = settings.with_derived(context_window=window)
     settings, retrieval_notes = fit_retrieval(settings)
+    folder = JobFolder(job_dir)
     if settings.derived:
-        write_json(job_dir / "config.json", settings.as_config())  # the values the run really uses
+        folder.write_config(settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings)
     toolbox = RunToolbox(workspace, settings)
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
                            workspace.ledger.ids, workspace.save_ledger)
-    bus = EventBus(job_dir / "events.jsonl", [recorder, *(listeners or [])])
+    bus = EventBus(folder.events, [recorder, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit("notice", level="warning", message=note)
     loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
-    return loop.run(question_of(job_dir))
+    return loop.run(folder.question())
 
 
 def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
@@ -73,7 +74,7 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
 
     from searchbox.llm.connect import connect_for_run
 
-    boot = EventBus(job_dir / "events.jsonl", listeners)
+    boot = EventBus(JobFolder(job_dir).events, listeners)
     last_report = [0.0]
 
     def progress(done: int, total: int | None) -> None:

@@ -11,20 +11,21 @@ from typing import Any
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract_cache import ExtractionCache
 from searchbox.dataroom.unpack import install_dataroom
+from searchbox.records.job_folder import DATAROOM_NAME, JobFolder
 from searchbox.settings import Settings
 
 
 def prepare_work_dir(job_dir: Path, source: Path) -> Path:
     """Create <job>/work/dataroom from a zip or folder; returns the work folder."""
-    work = job_dir / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    install_dataroom(source, work / "dataroom")
-    return work
+    folder = JobFolder(job_dir)
+    folder.work.mkdir(parents=True, exist_ok=True)
+    install_dataroom(source, folder.dataroom)
+    return folder.work
 
 
 def load_corpus(work_dir: Path, settings: Settings) -> Corpus:
     cache = ExtractionCache(Path(settings.cache_dir) / "extracted")
-    return Corpus.load(work_dir / "dataroom", settings.chunk_size, settings.chunk_overlap, cache)
+    return Corpus.load(work_dir / DATAROOM_NAME, settings.chunk_size, settings.chunk_overlap, cache)
 
 
 def remove_job_folder(path: Path) -> None:

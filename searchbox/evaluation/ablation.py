@@ -39,6 +39,7 @@ from searchbox.evaluation.scoring import score_run
 from searchbox.jobs.job import create_job, stop_reason_of
 from searchbox.jobs.scheduler import RunFn
 from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json, write_text_atomic
+from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "total")
@@ -165,7 +166,7 @@ class _Sweep:
 
 def build_row(entry: MatrixEntry, question: Question, job_dir: Path, out: Path) -> dict[str, Any]:
     """One results row, from the run's records (run_meta.json is the authority) and its score."""
-    meta = read_json(job_dir / "run_meta.json", {}) or {}
+    meta = JobFolder(job_dir).read_meta()
     score = score_run(job_dir, question)
     tokens = meta.get("tokens") or {}
     citations = score["citations"]

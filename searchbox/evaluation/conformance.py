@@ -18,10 +18,10 @@ from searchbox.evaluation.probes import Probe, Situation, build_situations
 from searchbox.llm.errors import LLMError
 from searchbox.llm.parsing import parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
+from searchbox.records.job_folder import ANSWER_NAME
 from searchbox.settings import Settings
 from searchbox.tools.catalog import ToolArgumentError, validate_arguments
 
-ANSWER_PATH = "ANSWER.md"
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _right_call(situation: Situation, call: ToolCall) -> bool:
 
 
 def _writes_answer(call: ToolCall) -> bool:
-    return call.name == "write" and call.arguments is not None and _same(call.arguments.get("path"), ANSWER_PATH)
+    return call.name == "write" and call.arguments is not None and _same(call.arguments.get("path"), ANSWER_NAME)
 
 
 def _same(value: Any, expected: Any) -> bool:

@@ -17,7 +17,7 @@ from searchbox.evaluation.facts import fact_present
 from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
 from searchbox.records.citations import cited_ids
-from searchbox.records.files import read_json
+from searchbox.records.job_folder import JobFolder
 
 __all__ = ["CORRECTION_PHRASES", "fact_present", "format_score", "score_run"]
 
@@ -32,9 +32,9 @@ _DATAROOM_PREFIX = "dataroom/"  # ledger paths are relative to the work folder, 
 def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None = None) -> dict[str, Any]:
     """The score of the run in `job_dir` (work/ANSWER.md, sources.json) against `question`."""
     job_dir = Path(job_dir)
-    answer_path = job_dir / "work" / "ANSWER.md"
-    answer = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.is_file() else None
-    ledger = _ledger(job_dir / "sources.json")
+    folder = JobFolder(job_dir)
+    answer = folder.answer_text() if folder.answer.is_file() else None
+    ledger = {row["id"]: row.get("path", "") for row in folder.read_sources() if isinstance(row, dict) and "id" in row}
     score: dict[str, Any] = {"id": question["id"], "type": question["type"], "question": question["question"],
                              "run": str(job_dir), "answer_found": bool(answer and answer.strip())}
     text = answer or ""
@@ -110,14 +110,6 @@ def format_score(score: dict[str, Any]) -> str:
     if score["judge"] is not None:
         lines.append(f"judge ({score['judge']['model']}): {score['judge']['verdict']} - {score['judge']['reason']}")
     return "\n".join(lines)
-
-
-def _ledger(path: Path) -> dict[str, str]:
-    """Source id -> path, from sources.json; empty when the run has none (every citation is then invalid)."""
-    rows = read_json(path, [])
-    if not isinstance(rows, list):
-        return {}
-    return {row["id"]: row.get("path", "") for row in rows if isinstance(row, dict) and "id" in row}
 
 
 def _ratio(value: float | None) -> str:

@@ -7,7 +7,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-_LEFT_OUT = {"input.zip", "bundle.zip"}
+from searchbox.records.job_folder import JobFolder
 
 
 def make_bundle(job_dir: Path) -> Path:
@@ -16,16 +16,18 @@ def make_bundle(job_dir: Path) -> Path:
     Each call writes its own hidden temporary zip, then renames it into place: calls for one job
     may overlap (a run's final download while visitors open it), and a shared temporary name had
     them truncate and move each other's file."""
-    target = job_dir / "bundle.zip"
+    folder = JobFolder(job_dir)
+    left_out = {folder.input_zip, folder.bundle}
+    target = folder.bundle
     fd, name = tempfile.mkstemp(prefix=".bundle-", suffix=".zip.tmp", dir=job_dir)
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(job_dir.rglob("*")):
                 rel = path.relative_to(job_dir)
-                if not path.is_file() or path.is_symlink() or rel.name in _LEFT_OUT or rel.name.startswith("."):
+                if not path.is_file() or path.is_symlink() or path in left_out or rel.name.startswith("."):
                     continue
-                if rel.parts[:2] == ("work", "dataroom") or ".searchbox" in rel.parts:
+                if path.is_relative_to(folder.dataroom) or ".searchbox" in rel.parts:
                     continue
                 archive.write(path, rel.as_posix())
         tmp.replace(target)
@@ -37,5 +39,5 @@ def make_bundle(job_dir: Path) -> Path:
 
 def downloads(job_dir: Path) -> tuple[str | None, str]:
     """What a finished run offers for download: its ANSWER.md (None when it wrote none) and its bundle."""
-    answer = job_dir / "work" / "ANSWER.md"
+    answer = JobFolder(job_dir).answer
     return (str(answer) if answer.exists() else None), str(make_bundle(job_dir))

@@ -1,8 +1,5 @@
-"""A job folder (SPEC 2.2): the dataroom installed read-only under work/, the inputs beside it.
-
-<job>/work/dataroom/  input.zip  query.txt  config.json  (the run adds session.jsonl, events.jsonl,
-turns.jsonl, sources.json, run_meta.json, timing.json, snapshots/)
-"""
+"""A new job (SPEC 2.2): the dataroom installed read-only under work/, the inputs beside it (the
+layout is records.job_folder's)."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.records.files import read_json, write_json
+from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.workspace import Workspace
 
@@ -23,15 +20,16 @@ def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -
     job_dir.mkdir(parents=True, exist_ok=True)
     if any(job_dir.iterdir()):
         raise FileExistsError(f"{job_dir} is not empty; choose a new folder for the run")
-    (job_dir / "query.txt").write_text(question.strip() + "\n", encoding="utf-8")
-    write_json(job_dir / "config.json", settings.as_config())
+    folder = JobFolder(job_dir)
+    folder.write_question(question)
+    folder.write_config(settings.as_config())
     try:
         workspace = Workspace.create(job_dir, source, settings)
     except DataroomError as exc:
-        write_json(job_dir / "run_meta.json", {"stop_reason": "error_dataroom", "done": False, "error": str(exc),
-                                               "turns": 0, "config": settings.as_config()})
+        folder.write_meta({"stop_reason": "error_dataroom", "done": False, "error": str(exc), "turns": 0,
+                           "config": settings.as_config()})
         raise
-    _keep_input(source, job_dir / "input.zip")
+    _keep_input(source, folder.input_zip)
     return workspace
 
 
@@ -46,5 +44,4 @@ def _keep_input(source: Path, target: Path) -> None:
 
 
 def stop_reason_of(job_dir: Path) -> str | None:
-    meta = read_json(job_dir / "run_meta.json", {}) or {}
-    return meta.get("stop_reason")
+    return JobFolder(job_dir).read_meta().get("stop_reason")

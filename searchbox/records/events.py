@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from searchbox.records.files import append_jsonl, read_jsonl
+from searchbox.records.job_folder import JobFolder
 
 EventType = Literal[
     "run_start",
@@ -56,7 +57,7 @@ class Event:
 
 def load_events(job_dir: Path) -> list[Event]:
     """events.jsonl read back as Events, for a replay (no deltas: those are never recorded)."""
-    return [Event.from_row(row) for row in read_jsonl(job_dir / "events.jsonl") if "type" in row]
+    return [Event.from_row(row) for row in read_jsonl(JobFolder(job_dir).events) if "type" in row]
 
 
 Listener = Callable[[Event], None]

@@ -13,22 +13,19 @@ from typing import Any
 
 from searchbox.records.events import DONE_REASONS, Event, dispatch
 from searchbox.records.citations import check_citations
-from searchbox.records.files import append_jsonl, read_json, write_json
+from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
-
-ANSWER_PATH = Path("work") / "ANSWER.md"
-
 
 class RunRecorder:
     def __init__(self, job_dir: Path, settings: Settings, run_info: Callable[[], dict[str, Any]],
                  ledger_ids: Callable[[], set[str]], save_ledger: Callable[[], None]) -> None:
-        self.job_dir = job_dir
+        self.folder = JobFolder(job_dir)
         self.settings = settings
         self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
         self.ledger_ids = ledger_ids
         self.save_ledger = save_ledger
-        self.stats = RunStats.from_timing(read_json(job_dir / "timing.json", {}) or {})
+        self.stats = RunStats.from_timing(self.folder.read_timing())
         self.tokens: dict[str, int] = {}
         self.turns = 0
         self._answer_hash = self._hash_answer()
@@ -42,17 +39,15 @@ class RunRecorder:
     def _on_turn_end(self, event: Event) -> None:
         self.turns = event.turn
         self.tokens = event.data["tokens"]
-        answer = self.job_dir / ANSWER_PATH
-        text = answer.read_text(encoding="utf-8", errors="replace") if answer.exists() else ""
+        text = self.folder.answer_text()
         digest = self._hash_answer()
         changed = digest != self._answer_hash and bool(text)
         if changed:
-            snapshots = self.job_dir / "snapshots"
-            snapshots.mkdir(exist_ok=True)
-            shutil.copyfile(answer, snapshots / f"ANSWER-t{event.turn}.md")
+            self.folder.snapshots.mkdir(exist_ok=True)
+            shutil.copyfile(self.folder.answer, self.folder.snapshots / f"ANSWER-t{event.turn}.md")
         self._answer_hash = digest
         metric = self.settings.budget_metric
-        append_jsonl(self.job_dir / "turns.jsonl", {
+        self.folder.append_turn({
             "turn": event.turn,
             "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "elapsed_s": round(self.stats.wall_ms / 1000, 3),
@@ -76,14 +71,13 @@ class RunRecorder:
     # -- files ---------------------------------------------------------------------------------
 
     def _hash_answer(self) -> str | None:
-        answer = self.job_dir / ANSWER_PATH
+        answer = self.folder.answer
         return hashlib.sha256(answer.read_bytes()).hexdigest() if answer.exists() else None
 
     def _write_meta(self, stop_reason: str | None) -> None:
-        answer = self.job_dir / ANSWER_PATH
-        text = answer.read_text(encoding="utf-8", errors="replace") if answer.exists() else ""
-        write_json(self.job_dir / "timing.json", self.stats.timing())
-        write_json(self.job_dir / "run_meta.json", {
+        text = self.folder.answer_text()
+        self.folder.write_timing(self.stats.timing())
+        self.folder.write_meta({
             "stop_reason": stop_reason,
             "done": stop_reason in DONE_REASONS,
             "turns": self.turns,

@@ -8,9 +8,10 @@ import posixpath
 import stat
 from pathlib import Path
 
+from searchbox.records.job_folder import DATAROOM_NAME
 from searchbox.tools.catalog import ToolArgumentError
 
-DATAROOM_DIR = "dataroom"
+DATAROOM_DIR = DATAROOM_NAME
 # The tools' own scratch space inside work/ (bash spill files, TMPDIR): never inside dataroom/.
 SCRATCH_DIR = ".searchbox"
 

@@ -6,13 +6,9 @@ what an answer may cite.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
-
-from searchbox.records.files import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -53,14 +49,14 @@ class SourceLedger:
     def ids(self) -> set[str]:
         return {s.id for s in self.sources()}
 
-    def save(self, path: Path) -> None:
-        """Written atomically: a crash never leaves half a ledger."""
-        write_text_atomic(path, json.dumps([asdict(s) for s in self.sources()], indent=1))
+    def rows(self) -> list[dict[str, Any]]:
+        """The ledger as sources.json holds it (records.job_folder writes it atomically)."""
+        return [asdict(s) for s in self.sources()]
 
     @classmethod
-    def load(cls, path: Path) -> SourceLedger:
+    def from_rows(cls, rows: list[dict[str, Any]]) -> SourceLedger:
         ledger = cls()
-        for raw in json.loads(path.read_text()):
+        for raw in rows:
             source = Source(**raw)
             key = ("chunk", source.path, source.chunk, source.start, source.end) if source.kind == "chunk" \
                 else ("range", source.path, source.start, source.end)

@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from searchbox.records.events import Event, dispatch, load_events
-from searchbox.records.files import read_json, read_jsonl
+from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.ui import charts
 
@@ -53,16 +53,17 @@ class Dashboard:
     def from_records(cls, job_dir: Path) -> Dashboard:
         """The context points and compactions come from events.jsonl (their only record); turns,
         tools and timings from the files the recorder wrote, which are the authority."""
-        meta = read_json(job_dir / "run_meta.json", {}) or {}
+        folder = JobFolder(job_dir)
+        meta = folder.read_meta()
         config = meta.get("config") or {}
         dashboard = cls(context_window=config.get("CONTEXT_WINDOW"), budget=meta.get("budget") or config.get("TURN_BUDGET"))
         for event in load_events(job_dir):
             dashboard.add(event)
-        rows = read_jsonl(job_dir / "turns.jsonl")
+        rows = folder.read_turns()
         if rows:
             dashboard.turn_rows = [{"turn": r["turn"], "tokens": dict(r.get("tokens") or {})} for r in rows]
         dashboard.turns_done = max([dashboard.turns_done, meta.get("turns") or 0, *(r["turn"] for r in rows)])
-        timing = read_json(job_dir / "timing.json", {}) or {}
+        timing = folder.read_timing()
         if timing:
             dashboard.stats = RunStats.from_timing(timing)
         return dashboard

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from searchbox.jobs.store import JobRecord
-from searchbox.records.files import read_json
+from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import inert_markdown
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
@@ -45,7 +45,7 @@ class JobsView:
     def table(self, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
         """The rows, the run picker, and the job ids in row order (a click on a row opens its run)."""
         records = self.services.visible_jobs(owner)
-        rows = [job_row(r, read_json(self.services.store.job_dir(r.id) / "run_meta.json", {}) or {}) for r in records]
+        rows = [job_row(r, JobFolder(self.services.store.job_dir(r.id)).read_meta()) for r in records]
         choices = [(f"{r.id[:8]} · {r.state} · {r.question[:60]}", r.id) for r in records]
         return rows, gr.update(choices=choices), [r.id for r in records]
 

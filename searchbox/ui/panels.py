@@ -8,7 +8,6 @@ of the update with an error badge.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import gradio as gr
 
 from searchbox.jobs.bundle import downloads
 from searchbox.records.citations import cited_ids
+from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.handoff import offer
@@ -54,13 +54,8 @@ class Problems:
 
 def read_answer(job_dir: Path) -> tuple[str, str]:
     """(answer Markdown with linked citations, sources HTML) from the job's files."""
-    answer_path = job_dir / "work" / "ANSWER.md"
-    sources_path = job_dir / "sources.json"
-    markdown = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.exists() else ""
-    try:
-        sources = json.loads(sources_path.read_text()) if sources_path.exists() else []
-    except json.JSONDecodeError:
-        sources = []
+    folder = JobFolder(job_dir)
+    markdown, sources = folder.answer_text(), folder.read_sources()
     if not markdown:
         return "*No answer yet.*", render_sources(sources, [])
     return render_answer(markdown, sources), render_sources(sources, cited_ids(markdown))
