@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from searchbox.builtin import BUILTIN_VECTORS
+from searchbox.cancel import CancelToken
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
 from searchbox.retrieval.engine import RetrievalEngine
@@ -25,6 +26,7 @@ class Workspace:
     job_dir: Path
     settings: Settings
     ledger: SourceLedger = field(default_factory=SourceLedger)
+    cancel: CancelToken | None = None  # the run's: cuts a long embedding between two batches
     _corpus: Corpus | None = None
     _engine: RetrievalEngine | None = None
 
@@ -35,10 +37,10 @@ class Workspace:
         return cls(job_dir, settings)
 
     @classmethod
-    def open(cls, job_dir: Path, settings: Settings) -> Workspace:
+    def open(cls, job_dir: Path, settings: Settings, cancel: CancelToken | None = None) -> Workspace:
         ledger_path = job_dir / "sources.json"
         ledger = SourceLedger.load(ledger_path) if ledger_path.exists() else SourceLedger()
-        return cls(job_dir, settings, ledger)
+        return cls(job_dir, settings, ledger, cancel)
 
     @property
     def work_dir(self) -> Path:
@@ -53,7 +55,8 @@ class Workspace:
     @property
     def engine(self) -> RetrievalEngine:
         if self._engine is None:
-            self._engine = RetrievalEngine.for_corpus(self.corpus, self.settings, seed_caches=[BUILTIN_VECTORS])
+            self._engine = RetrievalEngine.for_corpus(self.corpus, self.settings, seed_caches=[BUILTIN_VECTORS],
+                                                      cancel=self.cancel)
         return self._engine
 
     @property

@@ -71,6 +71,7 @@ class AgentLoop:
         self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
         self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
+        self._turn_deadline = float("inf")  # when the current turn passes TURN_TIMEOUT_SECONDS
         self._recent_calls: list[str] = []
         self._sources_shown = False  # a tool result showed document content with a source id
 
@@ -133,6 +134,7 @@ class AgentLoop:
             self.session.append({"role": "user", "content": CONTINUE})
 
     def _steps(self, turn_started: float) -> None:
+        self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
         self._finish_interrupted_step()
         nudged = asked_for_citations = False
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
@@ -260,12 +262,22 @@ class AgentLoop:
                 is_error=True, details={"repeated": repeats},
             )
         else:
-            output = self.toolbox.call(call.name, call.arguments, call.parse_error)
+            # The run's time limits cut a running tool as a pause does (the checks between calls then end
+            # the turn or the run); a stop request cuts it through the same token.
+            token = self.control.token
+            token.set_deadline(*min((self.started + self.settings.ceiling_seconds, "ceiling_seconds"),
+                                    (self._turn_deadline, "turn_timeout")))
+            try:
+                output = self.toolbox.call(call.name, call.arguments, call.parse_error)
+            finally:
+                token.set_deadline(None)
         duration_ms = (time.monotonic() - started) * 1000
         self._sources_shown = self._sources_shown or bool(output.details.get("sources") or output.details.get("source"))
-        self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text})
+        # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
+        self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
+                            ended=output.ended)
         self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
-                      duration_ms=round(duration_ms, 1), is_error=output.is_error,
+                      duration_ms=round(duration_ms, 1), is_error=output.is_error, ended=output.ended,
                       preview=output.text[:_PREVIEW_CHARS], details=output.details,
                       gist=result_gist(call.name, output.text, output.details, output.is_error))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from searchbox.cancel import CancelToken
 from searchbox.dataroom.corpus import Corpus
 from searchbox.retrieval.bm25 import BM25Index
 from searchbox.retrieval.cache import EmbeddingCache
@@ -43,9 +44,10 @@ class RetrievalEngine:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None) -> RetrievalEngine:
+    def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None,
+                   cancel: CancelToken | None = None) -> RetrievalEngine:
         cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
-        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache)
+        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache, cancel)
         return cls(corpus, settings, encoder)
 
     # -- building blocks -------------------------------------------------------------------

@@ -122,6 +122,8 @@ class Feed:
         elif data.get("is_error"):
             log = "error"
         log = data.get("gist") or log
+        if str(data.get("ended") or "").startswith("cut_by_"):  # a pause, a stop or a time limit of the run cut it
+            log = data["ended"].replace("_", " ")
         parts.append(_fenced(_clip(str(data.get("preview", "")))))
         message["content"] = "\n\n".join(parts)
         title = inert_markdown(_tool_title(name, arguments))
