@@ -209,6 +209,34 @@ def test_an_embedding_is_cut_between_batches_and_keeps_what_it_made(minilm: Any)
     assert sum(v is not None for v in kept) == 1  # the finished batch is kept for the resumed run
 
 
+class _StuckEmbedder:
+    """A batch that takes a minute (a big model on a slow CPU)."""
+
+    name = "stuck"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def embed(self, texts: list[str], role: Any) -> np.ndarray:
+        self.release.wait(WAIT_S)
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
+def test_a_cut_does_not_wait_for_the_batch_under_way(minilm: Any) -> None:
+    token = CancelToken()
+    embedder = _StuckEmbedder()
+    encoder = Encoder("stuck", lambda: (embedder, minilm[1]), EmbeddingCache(), token)
+    threading.Timer(0.5, token.request, ["cancelled"]).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Cancelled) as cut:
+            encoder.encode(["one text", "another"], "passage")
+    finally:
+        embedder.release.set()
+    assert time.monotonic() - started < BOUND_S
+    assert cut.value.ended == "cut_by_stop"
+
+
 def test_a_paused_search_records_its_cut_and_is_not_run_again_on_resume(tmp_path: Path, minilm: Any,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """search_dataroom embeds the dataroom on its first use: a pause cuts that embedding."""
