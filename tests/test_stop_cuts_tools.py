@@ -9,8 +9,11 @@ figures come from bench/stop_latency.py.
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -36,6 +39,7 @@ from searchbox.settings import Settings
 from searchbox.tools.builtins import BuiltinContext, run_builtin
 from searchbox.tools.sources import SourceLedger
 
+ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "When does the office lease end?"
 WAIT_S = 60.0
 BOUND_S = 10.0  # from the request to the run being paused or stopped; the bench measures well under 1 s
@@ -271,3 +275,32 @@ def test_a_command_that_ends_by_itself_is_recorded_completed(tmp_path: Path) -> 
     timed = run_builtin(BuiltinContext(work, SourceLedger(), cancel=CancelToken()), "bash",
                         {"command": "sleep 30", "timeout": 1})
     assert timed.ended == "timed_out"
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_cli_cuts_the_command_and_stops_the_run_cleanly(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    with ScriptedEndpoint(default=_answer) as endpoint:
+        command = [sys.executable, "-m", "searchbox", "run", QUESTION, "--out", str(out),
+                   "--dataroom", str(write_tree(tmp_path / "room", SMALL_DATAROOM))]
+        for knob, value in {"LLAMA_URL": endpoint.url, "MODEL_ID": "scripted", "SEARCHBOX_TOOLS": "",
+                            "RETRIEVAL_PRESET": "packaged", "SEARCHBOX_CACHE_DIR": str(tmp_path / "cache")}.items():
+            command += ["--set", f"{knob}={value}"]
+        cli = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while not _sleepers():
+                assert cli.poll() is None and time.monotonic() < deadline, "the bash command never started"
+                time.sleep(0.05)
+            asked = time.monotonic()
+            cli.send_signal(signal.SIGINT)
+            printed, _ = cli.communicate(timeout=WAIT_S)
+            seconds = time.monotonic() - asked
+        finally:
+            cli.kill()
+    assert seconds < BOUND_S, printed
+    assert "stop reason: interrupted" in printed
+    assert _sleepers() == []
+    assert [e["ended"] for e in _tool_ends(out)] == ["cut_by_interrupt"]
+    assert read_jsonl(out / "events.jsonl")[-1]["type"] == "stop"  # the records end whole
