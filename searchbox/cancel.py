@@ -15,6 +15,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # A cut's reason (a run's stop request, or the time limit that ran out) -> the tool call's `ended`.
 CUT_ENDINGS = {
@@ -95,6 +98,36 @@ class CancelToken:
                 return None
             self._requested.wait(min(left, WATCH_S))  # a request wakes it; a deadline is looked at each WATCH_S
         return reason
+
+
+def cuttable(token: CancelToken | None, work: Callable[[], T]) -> T:
+    """`work()`, in a worker thread while the token is watched: a cut raises Cancelled at once, for work
+    that cannot stop part-way (a model's forward pass, a model load). The work then ends in the
+    background and its result is dropped (a model it loaded is kept for the next run, see
+    retrieval/models.py)."""
+    if token is None:
+        return work()
+    token.check()
+    outcome: list[T | BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # raised again in the caller's thread
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    # Not a daemon: a process that exits right after a cut waits for the work (torch aborts the
+    # process when a thread still computes at exit).
+    threading.Thread(target=run, name="searchbox-cuttable", daemon=False).start()
+    while not done.wait(WATCH_S):
+        token.check()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 @contextmanager

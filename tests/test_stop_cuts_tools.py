@@ -226,10 +226,17 @@ class _StuckEmbedder:
         return np.ones((len(texts), 4), dtype=np.float32) / 2
 
 
-def test_a_cut_does_not_wait_for_the_batch_under_way(minilm: Any) -> None:
+@pytest.mark.parametrize("stuck_in", ["load", "batch"])
+def test_a_cut_does_not_wait_for_a_model_load_or_the_batch_under_way(minilm: Any, stuck_in: str) -> None:
     token = CancelToken()
     embedder = _StuckEmbedder()
-    encoder = Encoder("stuck", lambda: (embedder, minilm[1]), EmbeddingCache(), token)
+
+    def load() -> tuple[Any, Any]:
+        if stuck_in == "load":
+            embedder.release.wait(WAIT_S)
+        return embedder, minilm[1]
+
+    encoder = Encoder("stuck", load, EmbeddingCache(), token)
     threading.Timer(0.5, token.request, ["cancelled"]).start()
     started = time.monotonic()
     try:

@@ -4,10 +4,10 @@ It deduplicates, asks the cache, embeds only what is missing (longest first, so 
 similar length and pad little), stores the new vectors, and loads the model only on the first miss:
 a search whose vectors are all cached never loads a model.
 
-Missing texts are embedded in batches sized to take about BATCH_SECONDS each, each in a worker
-thread while the run's cancel token is watched: a pause or stop cuts a long embedding at once (the
-batch under way, which a forward pass cannot stop, ends in the background and is dropped; no other
-starts), and the vectors of finished batches stay in the cache for the resumed run.
+Missing texts are embedded in batches sized to take about BATCH_SECONDS each, each (and the model's
+load) watched by the run's cancel token (cancel.cuttable): a pause or stop cuts a long embedding at
+once (the batch under way ends in the background and is dropped; no other starts), and the vectors of
+finished batches stay in the cache for the resumed run.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchbox.cancel import WATCH_S, CancelToken
+from searchbox.cancel import CancelToken, cuttable
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.interfaces import Embedder, LoadReport, Role
 
@@ -52,7 +52,7 @@ class Encoder:
         with self._lock:
             if self._embedder is None:
                 started = time.perf_counter()
-                self._embedder, self.report = self._load()
+                self._embedder, self.report = cuttable(self.cancel, self._load)
                 self.stats.load_seconds += time.perf_counter() - started
             return self._embedder
 
@@ -66,11 +66,9 @@ class Encoder:
             embedder = self.embedder
             size, done = FIRST_BATCH, 0
             while done < len(missing):
-                if self.cancel is not None:
-                    self.cancel.check()
                 batch = missing[done:done + size]
                 started = time.perf_counter()
-                fresh = self._embed_batch(embedder, batch, role)
+                fresh = cuttable(self.cancel, lambda: embedder.embed(batch, role))
                 seconds = time.perf_counter() - started
                 self.stats.embed_seconds += seconds
                 self.stats.texts_embedded += len(batch)
@@ -82,25 +80,3 @@ class Encoder:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts]).astype(np.float32, copy=False)
 
-    def _embed_batch(self, embedder: Embedder, batch: list[str], role: Role) -> np.ndarray:
-        if self.cancel is None:
-            return embedder.embed(batch, role)
-        outcome: list[np.ndarray | BaseException] = []
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                outcome.append(embedder.embed(batch, role))
-            except BaseException as exc:  # raised again in the caller's thread
-                outcome.append(exc)
-            finally:
-                done.set()
-
-        # Not a daemon: a process that exits right after a cut waits for the batch (torch aborts the
-        # process when a thread still computes at exit).
-        threading.Thread(target=work, name="searchbox-embed-batch", daemon=False).start()
-        while not done.wait(WATCH_S):
-            self.cancel.check()
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0]
