@@ -26,6 +26,7 @@ CUT_ENDINGS = {
     "interrupted": "cut_by_interrupt",  # the app shutting down, Ctrl-C in the CLI
     "ceiling_seconds": "cut_by_ceiling",
     "turn_timeout": "cut_by_turn_timeout",
+    "crashed": "cut_by_crash",  # the app died while the call ran: on resume it is not run again
 }
 # What a person (and the model, on resume) is told cut the call.
 CUT_CAUSES = {
@@ -34,6 +35,7 @@ CUT_CAUSES = {
     "interrupted": "the run was interrupted",
     "ceiling_seconds": "the run reached its time ceiling (CEILING_SECONDS)",
     "turn_timeout": "the turn reached its time limit (TURN_TIMEOUT_SECONDS)",
+    "crashed": "the app stopped while it ran",
 }
 COMPLETED = "completed"
 TIMED_OUT = "timed_out"

@@ -31,7 +31,7 @@ from searchbox.jobs.job import create_job
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.events import Event, Listener
+from searchbox.records.events import Event, EventBus, Listener
 from searchbox.records.files import read_jsonl
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
@@ -311,3 +311,35 @@ def test_ctrl_c_in_the_cli_cuts_the_command_and_stops_the_run_cleanly(tmp_path: 
     assert _sleepers() == []
     assert [e["ended"] for e in _tool_ends(out)] == ["cut_by_interrupt"]
     assert read_jsonl(out / "events.jsonl")[-1]["type"] == "stop"  # the records end whole
+
+
+def test_a_call_the_app_died_in_is_not_run_again_on_resume(tmp_path: Path) -> None:
+    """It may be what killed the app: run again, it would kill every restart."""
+    control = RunControl()
+
+    def pause_after_the_response(event: Event) -> None:
+        if event.type == "step_end":
+            control.request("paused")
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(text="The lease runs until 31 March 2029.")
+        return Reply(tool_calls=[{"name": "bash", "arguments": {"command": SLEEP, "timeout": 5}},
+                                 {"name": "ls", "arguments": {}}])
+
+    with ScriptedEndpoint(default=answer) as endpoint:
+        settings = _settings(tmp_path, endpoint.url)
+        job_dir = tmp_path / "job"
+        create_job(job_dir, QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
+        assert _run_fn(job_dir, settings, control, [pause_after_the_response]) == "paused"
+        # What a SIGKILL while bash ran leaves: the call's start recorded, no result.
+        [response] = [row["message"] for row in read_jsonl(job_dir / "session.jsonl")
+                      if row["message"]["role"] == "assistant"]
+        bash_call = response["tool_calls"][0]
+        EventBus(job_dir / "events.jsonl").emit("tool_start", call_id=bash_call["id"], name="bash",
+                                                arguments={"command": SLEEP}, raw_arguments="")
+        assert _run_fn(job_dir, settings, RunControl(), []) == "first_turn_done"
+        resumed = endpoint.requests[-1].body["messages"]
+    assert [(e["name"], e["ended"]) for e in _tool_ends(job_dir)] == [("bash", "cut_by_crash"), ("ls", "completed")]
+    assert "bash was cut before it finished: the app stopped while it ran" in resumed[-2]["content"]
+    assert _sleepers() == []

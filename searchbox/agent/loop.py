@@ -25,7 +25,8 @@ from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.citations import cited_ids
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
-from searchbox.tools.builtins import ToolOutput
+from searchbox.cancel import Cancelled
+from searchbox.tools.builtins import ToolOutput, cut_output
 from searchbox.tools.gist import result_gist
 
 ANSWER_FILE = "ANSWER.md"
@@ -178,7 +179,9 @@ class AgentLoop:
     def _finish_interrupted_step(self) -> None:
         """Run the tool calls a stopped run left without results (a pause or preemption between a
         response and its tools, or a crash): asking the model again would repeat the step, and
-        endpoints refuse a history whose tool calls have no results."""
+        endpoints refuse a history whose tool calls have no results. A call that was running when the
+        app died is not run again (it may be what killed it): its result says so."""
+        started = self._calls_started_since_the_last_response()
         answered: set[str] = set()
         for message in reversed(self.session.messages):
             if message.get("role") == "tool":
@@ -191,8 +194,18 @@ class AgentLoop:
                     continue
                 self._check_stop()
                 raw = part["function"]["arguments"]
-                self._run_tool(ToolCall(part["id"], part["function"]["name"], json.loads(raw), raw))
+                self._run_tool(ToolCall(part["id"], part["function"]["name"], json.loads(raw), raw),
+                               crashed=part["id"] in started)
             return
+
+    def _calls_started_since_the_last_response(self) -> set[str]:
+        started: set[str] = set()
+        for row in read_jsonl(self.job_dir / "events.jsonl"):
+            if row.get("type") == "step_end":
+                started.clear()
+            elif row.get("type") == "tool_start":
+                started.add(str(row.get("call_id")))
+        return started
 
     def _wrap_up(self) -> None:
         """A turn cut short still ends with an answer: one more response, with no tools on offer."""
@@ -244,7 +257,7 @@ class AgentLoop:
             raise _RunOver("error_llm", f"{type(exc).__name__}: {exc}"[:2000]) from exc
         raise _RunOver("error_llm", "the model's stream ended without a response")
 
-    def _run_tool(self, call: ToolCall) -> None:
+    def _run_tool(self, call: ToolCall, crashed: bool = False) -> None:
         signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True) if call.arguments is not None else call.raw_arguments}"
         self._recent_calls.append(signature)
         repeats = 0  # identical calls in a row, this one included
@@ -253,9 +266,13 @@ class AgentLoop:
                 break
             repeats += 1
         self.state.tool_calls += 1
-        self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {}, raw_arguments=call.raw_arguments)
+        if not crashed:  # a crashed call's tool_start is recorded already
+            self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {},
+                          raw_arguments=call.raw_arguments)
         started = time.monotonic()
-        if repeats > _REPEAT_LIMIT:
+        if crashed:
+            output = cut_output(call.name, Cancelled("crashed"))
+        elif repeats > _REPEAT_LIMIT:
             output = ToolOutput(
                 text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
                 "the result is above. Try a different query or tool, or reply with your answer.",
