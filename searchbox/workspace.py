@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from searchbox.builtin import BUILTIN_VECTORS
-from searchbox.cancel import CancelToken
+from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
 from searchbox.retrieval.engine import RetrievalEngine
@@ -26,7 +26,7 @@ class Workspace:
     job_dir: Path
     settings: Settings
     ledger: SourceLedger = field(default_factory=SourceLedger)
-    cancel: CancelToken | None = None  # the run's: cuts a long embedding between two batches
+    cancel: CancelToken | None = None  # the run's: cuts the dataroom's extraction and embedding
     _corpus: Corpus | None = None
     _engine: RetrievalEngine | None = None
 
@@ -49,7 +49,9 @@ class Workspace:
     @property
     def corpus(self) -> Corpus:
         if self._corpus is None:
-            self._corpus = load_corpus(self.work_dir, self.settings)
+            # Extracting a large dataroom takes minutes: a cut does not wait (what is extracted meanwhile
+            # lands in the extraction cache, for the resumed run).
+            self._corpus = cuttable(self.cancel, lambda: load_corpus(self.work_dir, self.settings))
         return self._corpus
 
     @property

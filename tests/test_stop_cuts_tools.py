@@ -38,6 +38,7 @@ from searchbox.retrieval.encoder import Encoder
 from searchbox.settings import Settings
 from searchbox.tools.builtins import BuiltinContext, run_builtin
 from searchbox.tools.sources import SourceLedger
+from searchbox.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "When does the office lease end?"
@@ -246,6 +247,26 @@ def test_a_cut_does_not_wait_for_a_model_load_or_the_batch_under_way(minilm: Any
         embedder.release.set()
     assert time.monotonic() - started < BOUND_S
     assert cut.value.ended == "cut_by_stop"
+
+
+def test_a_cut_does_not_wait_for_the_dataroom_extraction(small_work: Path, packaged_settings: Settings,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+
+    def slow_extraction(work_dir: Path, settings: Settings) -> None:
+        release.wait(WAIT_S)  # a dataroom of many PDFs
+
+    monkeypatch.setattr("searchbox.workspace.load_corpus", slow_extraction)
+    token = CancelToken()
+    workspace = Workspace(small_work.parent, packaged_settings, cancel=token)
+    threading.Timer(0.5, token.request, ["paused"]).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Cancelled):
+            workspace.corpus
+    finally:
+        release.set()
+    assert time.monotonic() - started < BOUND_S
 
 
 def test_a_paused_search_records_its_cut_and_is_not_run_again_on_resume(tmp_path: Path, minilm: Any,
