@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from searchbox.agent.control import RunControl
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.records.job_folder import JobFolder
@@ -77,8 +78,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     printer = ProgressPrinter(stream_text=args.stream)
     connection = connect_for_run(settings, on_note=lambda note: print(f"note: {note}"))
     model, settings = connection.model, connection.settings  # limits fitted to the model that runs
+    control = RunControl()
     try:
-        reason = run_job(job_dir, settings, model, [printer])
+        with _ctrl_c_stops(control):
+            reason = run_job(job_dir, settings, model, [printer], control)
     finally:
         model.close()
     folder = JobFolder(job_dir)
@@ -92,6 +95,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if answer.exists():
         print(f"answer ({answer}):\n{answer.read_text(encoding='utf-8')[:2000]}")
     return 0 if meta.get("done") else 1
+
+
+@contextmanager
+def _ctrl_c_stops(control: RunControl) -> Iterator[None]:
+    """The first Ctrl-C stops the run as Stop does in the app: the running tool is cut and the records
+    are left whole (stop reason `interrupted`). A second one quits at once."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        if control.requested:
+            raise KeyboardInterrupt
+        print("\nstopping: the running tool is cut and the records kept (Ctrl-C again quits at once)",
+              file=sys.stderr, flush=True)
+        control.request("interrupted")
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def cmd_tool(args: argparse.Namespace) -> int:

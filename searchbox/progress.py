@@ -53,7 +53,8 @@ class ProgressPrinter:
                 return f"  step {event.step} → {d['name']}({_arguments(d['arguments'])})"
             case "tool_end":
                 mark = "✗" if d["is_error"] else "✓"
-                return f"      {mark} {d['duration_ms'] / 1000:.2f}s  {d.get('gist', '')}"
+                ended = f"[{d['ended'].replace('_', ' ')}] " if d.get("ended", "completed") != "completed" else ""
+                return f"      {mark} {d['duration_ms'] / 1000:.2f}s  {ended}{d.get('gist', '')}"
             case "step_end":
                 u = d["usage"]
                 said = f"  “{d['text'].strip()[:120]}”" if d["text"].strip() and not d["tool_calls"] else ""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from searchbox.builtin import BUILTIN_VECTORS
+from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
 from searchbox.records.job_folder import JobFolder
@@ -21,6 +22,7 @@ class Workspace:
     job_dir: Path
     settings: Settings
     ledger: SourceLedger = field(default_factory=SourceLedger)
+    cancel: CancelToken | None = None  # the run's: cuts the dataroom's extraction and embedding
     _corpus: Corpus | None = None
     _engine: RetrievalEngine | None = None
 
@@ -31,8 +33,8 @@ class Workspace:
         return cls(job_dir, settings)
 
     @classmethod
-    def open(cls, job_dir: Path, settings: Settings) -> Workspace:
-        return cls(job_dir, settings, SourceLedger.from_rows(JobFolder(job_dir).read_sources()))
+    def open(cls, job_dir: Path, settings: Settings, cancel: CancelToken | None = None) -> Workspace:
+        return cls(job_dir, settings, SourceLedger.from_rows(JobFolder(job_dir).read_sources()), cancel)
 
     @property
     def folder(self) -> JobFolder:
@@ -45,13 +47,16 @@ class Workspace:
     @property
     def corpus(self) -> Corpus:
         if self._corpus is None:
-            self._corpus = load_corpus(self.work_dir, self.settings)
+            # Extracting a large dataroom takes minutes: a cut does not wait (what is extracted meanwhile
+            # lands in the extraction cache, for the resumed run).
+            self._corpus = cuttable(self.cancel, lambda: load_corpus(self.work_dir, self.settings))
         return self._corpus
 
     @property
     def engine(self) -> RetrievalEngine:
         if self._engine is None:
-            self._engine = RetrievalEngine.for_corpus(self.corpus, self.settings, seed_caches=[BUILTIN_VECTORS])
+            self._engine = RetrievalEngine.for_corpus(self.corpus, self.settings, seed_caches=[BUILTIN_VECTORS],
+                                                      cancel=self.cancel)
         return self._engine
 
     @property

@@ -94,6 +94,17 @@ def test_a_tool_message_is_updated_in_place_by_call_id() -> None:
     assert message["content"].endswith("```\nlease.txt: until 2029\n```")
 
 
+def test_a_call_a_pause_cut_says_so() -> None:
+    feed = Feed(QUESTION)
+    feed.add(ev("tool_start", call_id="call_0", name="bash", arguments={"command": "sleep 300"}))
+    feed.add(ev("tool_end", call_id="call_0", name="bash", arguments={"command": "sleep 300"}, duration_ms=1500,
+                is_error=True, ended="cut_by_pause", preview="Command cut before it finished: the run was paused",
+                gist="error", details={"command": "sleep 300", "exit_code": None, "cut": "paused", "programs": ["sleep"]}))
+    message = feed.messages[-1]
+    assert message["metadata"]["log"] == "cut by pause"
+    assert "programs: sleep · cut by pause" in message["content"]
+
+
 def test_repeated_call_ids_match_the_latest_start_and_errors_are_flagged() -> None:
     feed = Feed(QUESTION)
     for step, path in ((1, "a.txt"), (2, "b.txt")):  # backends number calls per response: ids repeat

@@ -1,23 +1,22 @@
-"""Asking a running loop to stop: the loop checks between LLM deltas and between tool calls."""
+"""Asking a running loop to stop: the loop checks between LLM deltas and between tool calls, and the
+tool running at that moment is cut through `token` (see searchbox/cancel.py)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Literal
+
+from searchbox.cancel import CancelToken
 
 StopRequest = Literal["paused", "cancelled", "interrupted"]
 
 
 class RunControl:
     def __init__(self) -> None:
-        self._reason: StopRequest | None = None
-        self._lock = threading.Lock()
+        self.token = CancelToken()  # what the run's tools watch
 
     def request(self, reason: StopRequest) -> None:
-        with self._lock:
-            if self._reason is None:  # the first request wins: a pause then a cancel stays a pause
-                self._reason = reason
+        self.token.request(reason)  # the first request wins: a pause then a cancel stays a pause
 
     @property
     def requested(self) -> StopRequest | None:
-        return self._reason
+        return self.token.requested  # type: ignore[return-value]

@@ -23,9 +23,11 @@ from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.citations import cited_ids
+from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
-from searchbox.tools.builtins import ToolOutput
+from searchbox.cancel import Cancelled
+from searchbox.tools.builtins import ToolOutput, cut_output
 from searchbox.tools.gist import result_gist
 
 _PREVIEW_CHARS = 400
@@ -70,6 +72,7 @@ class AgentLoop:
         self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
         self.state = LoopState(turn=len(self.folder.read_turns()), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
+        self._turn_deadline = float("inf")  # when the current turn passes TURN_TIMEOUT_SECONDS
         self._recent_calls: list[str] = []
         self._sources_shown = False  # a tool result showed document content with a source id
 
@@ -132,6 +135,7 @@ class AgentLoop:
             self.session.append({"role": "user", "content": CONTINUE})
 
     def _steps(self, turn_started: float) -> None:
+        self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
         self._finish_interrupted_step()
         nudged = asked_for_citations = False
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
@@ -177,7 +181,9 @@ class AgentLoop:
     def _finish_interrupted_step(self) -> None:
         """Run the tool calls a stopped run left without results (a pause or preemption between a
         response and its tools, or a crash): asking the model again would repeat the step, and
-        endpoints refuse a history whose tool calls have no results."""
+        endpoints refuse a history whose tool calls have no results. A call that was running when the
+        app died is not run again (it may be what killed it): its result says so."""
+        started = self._calls_started_since_the_last_response()
         answered: set[str] = set()
         for message in reversed(self.session.messages):
             if message.get("role") == "tool":
@@ -190,8 +196,18 @@ class AgentLoop:
                     continue
                 self._check_stop()
                 raw = part["function"]["arguments"]
-                self._run_tool(ToolCall(part["id"], part["function"]["name"], json.loads(raw), raw))
+                self._run_tool(ToolCall(part["id"], part["function"]["name"], json.loads(raw), raw),
+                               crashed=part["id"] in started)
             return
+
+    def _calls_started_since_the_last_response(self) -> set[str]:
+        started: set[str] = set()
+        for row in read_jsonl(self.folder.events):
+            if row.get("type") == "step_end":
+                started.clear()
+            elif row.get("type") == "tool_start":
+                started.add(str(row.get("call_id")))
+        return started
 
     def _wrap_up(self) -> None:
         """A turn cut short still ends with an answer: one more response, with no tools on offer."""
@@ -243,7 +259,7 @@ class AgentLoop:
             raise _RunOver("error_llm", f"{type(exc).__name__}: {exc}"[:2000]) from exc
         raise _RunOver("error_llm", "the model's stream ended without a response")
 
-    def _run_tool(self, call: ToolCall) -> None:
+    def _run_tool(self, call: ToolCall, crashed: bool = False) -> None:
         signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True) if call.arguments is not None else call.raw_arguments}"
         self._recent_calls.append(signature)
         repeats = 0  # identical calls in a row, this one included
@@ -252,21 +268,35 @@ class AgentLoop:
                 break
             repeats += 1
         self.state.tool_calls += 1
-        self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {}, raw_arguments=call.raw_arguments)
+        if not crashed:  # a crashed call's tool_start is recorded already
+            self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {},
+                          raw_arguments=call.raw_arguments)
         started = time.monotonic()
-        if repeats > _REPEAT_LIMIT:
+        if crashed:
+            output = cut_output(call.name, Cancelled("crashed"))
+        elif repeats > _REPEAT_LIMIT:
             output = ToolOutput(
                 text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
                 "the result is above. Try a different query or tool, or reply with your answer.",
                 is_error=True, details={"repeated": repeats},
             )
         else:
-            output = self.toolbox.call(call.name, call.arguments, call.parse_error)
+            # The run's time limits cut a running tool as a pause does (the checks between calls then end
+            # the turn or the run); a stop request cuts it through the same token.
+            token = self.control.token
+            token.set_deadline(*min((self.started + self.settings.ceiling_seconds, "ceiling_seconds"),
+                                    (self._turn_deadline, "turn_timeout")))
+            try:
+                output = self.toolbox.call(call.name, call.arguments, call.parse_error)
+            finally:
+                token.set_deadline(None)
         duration_ms = (time.monotonic() - started) * 1000
         self._sources_shown = self._sources_shown or bool(output.details.get("sources") or output.details.get("source"))
-        self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text})
+        # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
+        self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
+                            ended=output.ended)
         self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
-                      duration_ms=round(duration_ms, 1), is_error=output.is_error,
+                      duration_ms=round(duration_ms, 1), is_error=output.is_error, ended=output.ended,
                       preview=output.text[:_PREVIEW_CHARS], details=output.details,
                       gist=result_gist(call.name, output.text, output.details, output.is_error))
 

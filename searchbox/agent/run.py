@@ -46,6 +46,7 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
 def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list[Listener] | None = None,
             control: RunControl | None = None) -> str:
     """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session."""
+    control = control or RunControl()
     window = getattr(model, "context_window", None)
     if window and window < settings.context_window:
         # The runtime capped the window for this model: compaction and the records use the real one.
@@ -54,7 +55,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     folder = JobFolder(job_dir)
     if settings.derived:
         folder.write_config(settings.as_config())  # the values the run really uses
-    workspace = Workspace.open(job_dir, settings)
+    workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     toolbox = RunToolbox(workspace, settings)
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
                            workspace.ledger.ids, workspace.save_ledger)

@@ -65,8 +65,8 @@ class Session:
         return [{"role": "system", "content": system}, opening, *self.messages[max(self.first_kept, 1):]]
 
     def tool_results(self) -> int:
-        """Tool calls that ran to a result, so a resumed run's count goes on from them (a call
-        stopped before its result runs again on resume, and is counted then)."""
+        """Tool calls that ran to a result, so a resumed run's count goes on from them (a call left
+        without a result gets one on resume, and is counted then)."""
         return sum(1 for message in self.messages if message.get("role") == "tool")
 
     def token_totals(self) -> dict[str, int]:

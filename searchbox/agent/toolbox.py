@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from searchbox.cancel import Cancelled
 from searchbox.settings import Settings
-from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, run_builtin
+from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, cut_output, run_builtin
 from searchbox.tools.catalog import CatalogTool, enabled_tools
 from searchbox.tools.retrieval_tools import run_catalog_tool
 from searchbox.tools.sandbox import Level, SandboxConfig, choose
@@ -28,7 +29,8 @@ class RunToolbox:
                                 max_timeout=min(600, 10 * settings.bash_timeout_seconds),
                                 disk_bytes=settings.bash_disk_mb * 2**20, job_disk_bytes=settings.job_disk_mb * 2**20,
                                 job_inodes=settings.job_files)
-        self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox, settings.tool_output_bytes)
+        self.builtin_context = BuiltinContext(workspace.work_dir, workspace.ledger, sandbox, settings.tool_output_bytes,
+                                              workspace.cancel)
         self.max_bytes = settings.tool_output_bytes
         builtins = {name: b.spec for name, b in BUILTIN_TOOLS.items() if name != "bash" or self.sandbox_level.allows_bash}
         # Every tool on offer with its argument schema: also for checking a call without running it.
@@ -64,7 +66,10 @@ class RunToolbox:
                           is_error=True, details={"unknown_tool": name})
 
     def _catalog(self, name: str, arguments: dict[str, Any] | None) -> ToolOutput:
-        result = run_catalog_tool(self.workspace.tool_context(), name, arguments)
+        try:
+            result = run_catalog_tool(self.workspace.tool_context(), name, arguments)
+        except Cancelled as cut:  # an embedding cut between two batches (those made are kept in the cache)
+            return cut_output(name, cut)
         cut = truncate_head(json.dumps(result, indent=1, ensure_ascii=False), max_bytes=self.max_bytes)
         text = cut.text + ("\n[output cut to the tool output limit; ask for fewer results]" if cut.truncated else "")
         sources = [row["id"] for row in result.get("results", []) if isinstance(row, dict) and "id" in row]

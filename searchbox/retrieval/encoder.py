@@ -3,6 +3,11 @@
 It deduplicates, asks the cache, embeds only what is missing (longest first, so batches hold texts of
 similar length and pad little), stores the new vectors, and loads the model only on the first miss:
 a search whose vectors are all cached never loads a model.
+
+Missing texts are embedded in batches sized to take about BATCH_SECONDS each, each (and the model's
+load) watched by the run's cancel token (cancel.cuttable): a pause or stop cuts a long embedding at
+once (the batch under way ends in the background and is dropped; no other starts), and the vectors of
+finished batches stay in the cache for the resumed run.
 """
 
 from __future__ import annotations
@@ -14,8 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from searchbox.cancel import CancelToken, cuttable
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.interfaces import Embedder, LoadReport, Role
+
+BATCH_SECONDS = 0.25  # what one batch should take: a cut waits for at most about this long
+FIRST_BATCH = 1  # the first batch, before the speed is known: the longest text alone
+MAX_BATCH = 64  # past this a batch gains nothing on a CPU (on a GPU it is reached at once)
 
 
 @dataclass
@@ -26,8 +36,10 @@ class EncoderStats:
 
 
 class Encoder:
-    def __init__(self, model_name: str, load: Callable[[], tuple[Embedder, LoadReport]], cache: EmbeddingCache) -> None:
+    def __init__(self, model_name: str, load: Callable[[], tuple[Embedder, LoadReport]], cache: EmbeddingCache,
+                 cancel: CancelToken | None = None) -> None:
         self.model_name = model_name
+        self.cancel = cancel  # the run's: checked between batches (cancel.Cancelled is raised)
         self._load = load
         self._embedder: Embedder | None = None
         self.report: LoadReport | None = None
@@ -40,7 +52,7 @@ class Encoder:
         with self._lock:
             if self._embedder is None:
                 started = time.perf_counter()
-                self._embedder, self.report = self._load()
+                self._embedder, self.report = cuttable(self.cancel, self._load)
                 self.stats.load_seconds += time.perf_counter() - started
             return self._embedder
 
@@ -52,12 +64,19 @@ class Encoder:
         if missing:
             missing.sort(key=len, reverse=True)
             embedder = self.embedder
-            started = time.perf_counter()
-            fresh = embedder.embed(missing, role)
-            self.stats.embed_seconds += time.perf_counter() - started
-            self.stats.texts_embedded += len(missing)
-            self.cache.put_many(self.model_name, role, missing, fresh)
-            vectors.update(zip(missing, fresh))
+            size, done = FIRST_BATCH, 0
+            while done < len(missing):
+                batch = missing[done:done + size]
+                started = time.perf_counter()
+                fresh = cuttable(self.cancel, lambda: embedder.embed(batch, role))
+                seconds = time.perf_counter() - started
+                self.stats.embed_seconds += seconds
+                self.stats.texts_embedded += len(batch)
+                self.cache.put_many(self.model_name, role, batch, fresh)  # kept, even if the next batch is cut
+                vectors.update(zip(batch, fresh))
+                done += len(batch)
+                size = max(1, min(MAX_BATCH, int(BATCH_SECONDS * len(batch) / max(seconds, 1e-6))))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts]).astype(np.float32, copy=False)
+

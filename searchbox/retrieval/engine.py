@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.retrieval.bm25 import BM25Index
 from searchbox.retrieval.cache import EmbeddingCache
@@ -43,9 +44,10 @@ class RetrievalEngine:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None) -> RetrievalEngine:
+    def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None,
+                   cancel: CancelToken | None = None) -> RetrievalEngine:
         cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
-        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache)
+        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache, cancel)
         return cls(corpus, settings, encoder)
 
     # -- building blocks -------------------------------------------------------------------
@@ -65,7 +67,8 @@ class RetrievalEngine:
     def reranker(self) -> Reranker:
         with self._lock:
             if self._reranker is None:
-                self._reranker, self.rerank_report = load_reranker(self.settings, self.encoder.encode)
+                self._reranker, self.rerank_report = cuttable(self.encoder.cancel,
+                                                              lambda: load_reranker(self.settings, self.encoder.encode))
             return self._reranker
 
     def _scope_matrix(self, paths: list[str] | None, ids: list[int]) -> np.ndarray:
@@ -123,12 +126,14 @@ class RetrievalEngine:
         candidates, _ = self.dense_search(question, max(20, 6 * k))
         if not candidates:
             return [], 0
-        scores = self.reranker().score(question, [self.chunk_text(h.chunk) for h in candidates])
+        scores = self.rerank(question, [self.chunk_text(h.chunk) for h in candidates])
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
         return [Hit(candidates[i].chunk, float(scores[i])) for i in order], len(candidates)
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
-        return self.reranker().score(query, documents)
+        """Scores of a cross-encoder pass, which a cut of the run does not wait for."""
+        reranker = self.reranker()
+        return cuttable(self.encoder.cancel, lambda: reranker.score(query, documents))
 
 
 def _top(ids: list[int], scores: np.ndarray, k: int) -> list[Hit]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from searchbox.cancel import COMPLETED, CUT_CAUSES, TIMED_OUT, Cancelled, CancelToken, on_cut
 from searchbox.dataroom.extract import EXTRACTORS, extract_file, extract_json, extract_table, extract_text
 from searchbox.tools.bash_programs import programs_in
 from searchbox.tools.catalog import CatalogTool, ToolArgumentError, validate_arguments
@@ -73,6 +74,7 @@ class BuiltinContext:
     ledger: SourceLedger
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     max_bytes: int = MAX_BYTES  # the byte limit of the one truncation rule, fitted to the model (TOOL_OUTPUT_BYTES)
+    cancel: CancelToken | None = None  # the run's: a pause, a stop or a time limit cuts a running tool
 
 
 @dataclass
@@ -80,6 +82,16 @@ class ToolOutput:
     text: str  # what the model sees
     is_error: bool = False
     details: dict[str, Any] = field(default_factory=dict)  # structured extras for the UI and records
+    ended: str = COMPLETED  # how the call ended: completed, timed_out, or a cut (cancel.CUT_ENDINGS)
+
+
+def cut_output(name: str, cut: Cancelled, partial: str = "") -> ToolOutput:
+    """The result of a call the run's token cut: what it had, and that it did not finish. On resume the
+    model sees this, and the call is not run again by itself."""
+    note = (f"[{name} was cut before it finished: {CUT_CAUSES.get(cut.reason, cut.reason)}. Its result is "
+            "incomplete and it was not run again; call it again if you still need it.]")
+    return ToolOutput(f"{partial}\n\n{note}" if partial else note, is_error=True, details={"cut": cut.reason},
+                      ended=cut.ended)
 
 
 BuiltinFunction = Callable[[BuiltinContext, dict[str, Any]], ToolOutput]
@@ -97,6 +109,8 @@ def _guarded(fn: BuiltinFunction) -> BuiltinFunction:
     def run(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         try:
             return fn(ctx, args)
+        except Cancelled as cut:
+            return cut_output(fn.__name__, cut)
         except ToolArgumentError as exc:
             return ToolOutput(str(exc), is_error=True)
         except Exception as exc:  # a tool bug or an OS error must not end the run
@@ -235,7 +249,7 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     try:
         # Twice the shown size is kept, so the tail cut below always falls on whole lines.
         result = run_sandboxed(command, ctx.work_dir, timeout, output_cap_bytes=2 * ctx.max_bytes, spill=True,
-                               config=ctx.sandbox)
+                               config=ctx.sandbox, cancel=ctx.cancel)
     except (SandboxUnavailable, PlumbingError) as exc:
         return ToolOutput(f"bash cannot run: {exc}", is_error=True, details={"command": command, "refused": str(exc)})
     cut = truncate_tail(result.output, max_bytes=ctx.max_bytes)
@@ -245,9 +259,13 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         text += "\n\n" + _bash_note(cut, result.total_lines, result.spill_file, ctx.max_bytes)
     elif result.spill_file:
         discard_spill(ctx.work_dir, result.spill_file)
-    status = ""
-    if result.timed_out:
-        status = f"Command timed out after {timeout:g} seconds"
+    status, ended = "", COMPLETED
+    if result.cut:
+        cut = Cancelled(result.cut)
+        status, ended = (f"Command cut before it finished: {CUT_CAUSES.get(cut.reason, cut.reason)}. It was not "
+                         "run again; run it again if you still need its result"), cut.ended
+    elif result.timed_out:
+        status, ended = f"Command timed out after {timeout:g} seconds", TIMED_OUT
     elif result.disk_exceeded:
         status = f"Command stopped: it used more than {ctx.sandbox.disk_bytes // 2**20} MB of disk"
     elif result.exit_code:
@@ -274,8 +292,9 @@ def bash(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         "removed_past_budget": result.removed,
         "sandbox_notes": result.notes,
         "peak_memory_bytes": result.peak_memory_bytes,
+        **({"cut": result.cut} if result.cut else {}),
     }
-    return ToolOutput(text or "(no output)", is_error=bool(status or result.removed), details=details)
+    return ToolOutput(text or "(no output)", is_error=bool(status or result.removed), details=details, ended=ended)
 
 
 def _bash_note(cut: Truncation, total_lines: int, spill: str, max_bytes: int) -> str:
@@ -410,8 +429,10 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     matches, limit_hit, lines_cut = 0, False, False
     last: tuple[str, int] | None = None
     last_match = 0
+    # A pause or stop kills ripgrep at once, wherever the search is.
     with subprocess.Popen(_rg_command(ctx, folder, glob) + search + ["--", where], cwd=folder,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as rg:
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as rg, \
+            on_cut(ctx.cancel, rg.kill):
         assert rg.stdout is not None and rg.stderr is not None
         documents = _document_events(ctx, folder, where, glob, search)
         try:
@@ -438,6 +459,8 @@ def grep(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
             rg.kill()
         errors = rg.stderr.read().decode("utf-8", "replace").strip()
         code = rg.wait()
+    if code < 0 and not limit_hit and ctx.cancel is not None:  # killed for a cut: not the search's result
+        ctx.cancel.check()
     if not matches:
         if code == 2 and errors:
             raise ToolArgumentError(f"grep: {errors}")
@@ -536,6 +559,8 @@ def _document_events(ctx: BuiltinContext, folder: Path, where: str, glob: str | 
         rel = _under_work(ctx, folder, name)
         if not _is_document(rel):
             continue
+        if ctx.cancel is not None:  # extracting a document can take seconds: look between two
+            ctx.cancel.check()
         text = _document_text(ctx, rel)
         # --text: the extracted text is searched whole, as read shows it, even where it holds a NUL.
         with subprocess.Popen([rg_binary(), "--no-config", "--color=never", "--text", *search, "-"],

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchbox.cancel import Cancelled
 from searchbox.retrieval import primitives
 from searchbox.retrieval.engine import Hit, RetrievalEngine
 from searchbox.retrieval.interfaces import ModelLoadError
@@ -198,6 +199,8 @@ def run_catalog_tool(ctx: ToolContext, name: str, raw_args: dict[str, Any] | Non
         result = TOOL_FUNCTIONS[name](ctx, args)
     except (ToolArgumentError, ModelLoadError) as exc:
         return {"error": str(exc)}
+    except Cancelled:  # not a failure of the tool: the run's caller says how the call ended
+        raise
     except Exception as exc:  # a tool bug or an OS error (out= naming a folder) must not end the run
         return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
     result["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)

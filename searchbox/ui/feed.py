@@ -114,14 +114,16 @@ class Feed:
         details = data.get("details") or {}
         parts = [_arguments_block(name, arguments, data.get("raw_arguments"))]
         log = None
+        # A pause, a stop or a time limit of the run cut the call (cut_by_pause -> "cut by pause").
+        cut = str(data.get("ended") or "").replace("_", " ") if str(data.get("ended")).startswith("cut_by_") else None
         if name == "bash" and "exit_code" in details:
             programs = ", ".join(details.get("programs") or []) or "none"
-            status = "timed out" if details.get("timed_out") else f"exit code {details['exit_code']}"
+            status = cut or ("timed out" if details.get("timed_out") else f"exit code {details['exit_code']}")
             parts.append(f"programs: {programs} · {status}")
             log = "timed out" if details.get("timed_out") else f"exit {details['exit_code']}"
         elif data.get("is_error"):
             log = "error"
-        log = data.get("gist") or log
+        log = cut or data.get("gist") or log
         parts.append(_fenced(_clip(str(data.get("preview", "")))))
         message["content"] = "\n\n".join(parts)
         title = inert_markdown(_tool_title(name, arguments))

@@ -1,6 +1,7 @@
 """One bash command in the sandbox: the level's wrapper and the launcher around `bash -c`, a timeout
 after which everything it started is killed, capped output, an environment stripped of secrets,
-resource limits, and the job's disk budget enforced afterwards."""
+resource limits, and the job's disk budget enforced afterwards. A cut of the run's token (a pause, a
+stop, a time limit of the run) ends the command the same way, within a poll."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from searchbox.cancel import CancelToken
 from searchbox.tools.sandbox import landlock, namespaces, unconfined
 from searchbox.tools.sandbox.budget import JobBudget
 from searchbox.tools.sandbox.capture import Capture
@@ -68,6 +70,7 @@ class SandboxResult:
     notes: list[str] = field(default_factory=list)  # for the model: plumbing or dataroom put back, a full budget
     peak_memory_bytes: int | None = None  # of the whole command, where a cgroup measured it
     spill_file: str | None = None  # relative to work/, with `spill`
+    cut: str | None = None  # why the run's token ended the command early (a key of cancel.CUT_ENDINGS)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -82,10 +85,11 @@ def run_sandboxed(
     output_cap_bytes: int,
     spill: bool = False,
     config: SandboxConfig = SandboxConfig(),
+    cancel: CancelToken | None = None,
 ) -> SandboxResult:
     """Run `bash -c command` in `cwd`; with `spill`, the whole output is also written to a new file
-    work/.searchbox/bash-N.log (`spill_file`). Raises SandboxUnavailable, or PlumbingError when
-    .searchbox is beyond repair."""
+    work/.searchbox/bash-N.log (`spill_file`). A cut of `cancel` stops it (`cut` says why). Raises
+    SandboxUnavailable, or PlumbingError when .searchbox is beyond repair."""
     level = choose(config.level)
     if not level.allows_bash:
         raise SandboxUnavailable(level.reason)
@@ -113,7 +117,7 @@ def run_sandboxed(
         assert process.stdout is not None
         fd = process.stdout.fileno()
         try:
-            stopped = _pump(process, fd, capture, time.monotonic() + timeout, disk)
+            stopped = _pump(process, fd, capture, time.monotonic() + timeout, disk, cancel)
         finally:
             _stop(process, level)
             peak = group.peak_memory()
@@ -129,7 +133,8 @@ def run_sandboxed(
     exit_code = None if stopped else (128 - returncode if returncode < 0 else returncode)
     return SandboxResult(exit_code, capture.text(), stopped == "timeout", stopped == "disk", capture.dropped,
                          level.airgap, capture.lines(), level.name, removed, [*notes, *filter(None, [restored])], peak,
-                         f"{SCRATCH}/{spill_name}" if spill_name else None)
+                         f"{SCRATCH}/{spill_name}" if spill_name else None,
+                         stopped.removeprefix("cut:") if stopped and stopped.startswith("cut:") else None)
 
 
 def discard_spill(work: Path, spill_file: str) -> None:
@@ -172,8 +177,10 @@ def _argv(level: Level, work: Path, command: list[str]) -> list[str]:
 
 def _stop(process: subprocess.Popen, level: Level) -> None:
     """End the command and everything it started. The launcher, asked first, kills what left the process
-    group (setsid, double forks); the namespace level's pid namespace does that by itself."""
-    if process.poll() is None and level.name != "namespaces":
+    group (setsid, double forks); a pid namespace does that by itself, at once (`unshare --fork` ignores
+    SIGTERM, so asking would only wait out the grace)."""
+    in_pid_namespace = level.name == "namespaces" or (level.name == "off" and unconfined.pid_namespace())
+    if process.poll() is None and not in_pid_namespace:
         try:
             process.send_signal(signal.SIGTERM)
             process.wait(STOP_GRACE_S)
@@ -219,8 +226,9 @@ def _user_tasks(uid: int) -> int:
     return count
 
 
-def _pump(process: subprocess.Popen, fd: int, capture: Capture, deadline: float, disk: _DiskWatch) -> str | None:
-    """Stream output until bash exits; "timeout" or "disk" when it must be stopped first."""
+def _pump(process: subprocess.Popen, fd: int, capture: Capture, deadline: float, disk: _DiskWatch,
+          cancel: CancelToken | None) -> str | None:
+    """Stream output until bash exits; "timeout", "disk" or "cut:<reason>" when it must be stopped first."""
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         output_open = True
@@ -230,6 +238,8 @@ def _pump(process: subprocess.Popen, fd: int, capture: Capture, deadline: float,
                 return "timeout"
             if disk.exceeded():
                 return "disk"
+            if cancel is not None and (reason := cancel.cut) is not None:
+                return f"cut:{reason}"
             if not output_open:  # bash may still be running with its stdout closed
                 time.sleep(min(left, POLL_SECONDS))
             elif selector.select(min(left, POLL_SECONDS)) and not capture.read(fd):

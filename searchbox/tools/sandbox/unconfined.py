@@ -23,6 +23,12 @@ def argv(work: Path, command: list[str]) -> list[str]:
     return wrapped
 
 
+def pid_namespace() -> bool:
+    """Whether the command runs in a pid namespace here: killing its process group then ends every
+    process it started, with no need to ask the launcher first."""
+    return bool({"--pid", "--unshare-pid"} & set(netns_wrapper()))
+
+
 def airgap() -> str:
     return "netns" if netns_wrapper() else "none"
 
