@@ -21,7 +21,7 @@ from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.events import Event, load_events
+from searchbox.records.events import Delta, Event, RunStart, load_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.ui.feed import Feed
@@ -72,7 +72,7 @@ def _run(tmp_path: Path, name: str, stop_at: str | None) -> tuple[Path, list[Eve
         control = RunControl()
 
         def listen(event: Event) -> None:
-            if event.type != "delta":
+            if not isinstance(event, Delta):
                 live.append(event)
             if event.type == stop_at and not reasons:
                 control.request("paused")
@@ -116,11 +116,10 @@ def test_a_resumed_run_leaves_the_records_of_one_never_stopped(uninterrupted: Pa
 def test_a_resumed_run_replays_from_events_jsonl_as_its_listeners_saw_it(tmp_path: Path) -> None:
     job_dir, live, _ = _run(tmp_path, "resumed", stop_at="turn_end")
     replayed = load_events(job_dir)
-    as_recorded = [Event(e.type, e.turn, e.step, round(e.elapsed, 3), json.loads(json.dumps(e.data, default=str)))
-                   for e in live]
-    assert replayed == as_recorded  # the envelope (the re-attach key) and the payload alike
-    resumption = [e for e in replayed if e.type == "run_start"][1]
-    assert resumption.data["turns_done"] == 1
+    as_recorded = [Event.from_row(json.loads(json.dumps(e.to_row(), default=str))) for e in live]
+    assert replayed == as_recorded  # the envelope (seq, turn, step) and the payload alike
+    resumption = [e for e in replayed if isinstance(e, RunStart)][1]
+    assert resumption.turns_done == 1
     feed = Feed(QUESTION)
     for event in replayed:
         feed.add(event)

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
-from searchbox.records.events import DONE_REASONS, EventBus
+from searchbox.records.events import (DONE_REASONS, Compaction, Delta, EventBus, Notice, RunStart, StepEnd, StepStart,
+                                      Stop, ToolEnd, ToolStart, TurnEnd, TurnStart)
 from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
@@ -79,10 +80,8 @@ class AgentLoop:
     def run(self, question: str) -> str:
         """Run (or resume) until a stop reason; returns it. Never raises for LLM or tool trouble."""
         resumed = bool(self.session.messages)
-        # `turns_done`, not `turn`: a payload key never shadows the envelope's turn (it did, and a replayed feed
-        # lost "Resumed after N turns").
-        self.bus.emit("run_start", resumed=resumed, turns_done=self.state.turn, model=self.model.model_id,
-                      context_window=self.settings.context_window)
+        self.bus.emit(RunStart(resumed=resumed, turns_done=self.state.turn, model=self.model.model_id,
+                               context_window=self.settings.context_window))
         unrecorded_turn = False
         if not resumed:
             self.session.append({"role": "user", "content": question})
@@ -97,9 +96,9 @@ class AgentLoop:
         except _RunOver as over:
             reason = over.reason
             if over.detail:
-                self.bus.emit("notice", level="error", message=over.detail)
-        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in DONE_REASONS,
-                      tokens=self.session.token_totals())
+                self.bus.emit(Notice(level="error", message=over.detail))
+        self.bus.emit(Stop(reason=reason, turns=self.state.turn, done=reason in DONE_REASONS,
+                           tokens=self.session.token_totals()))
         return reason
 
     def _send_continue_if_budget_left(self) -> None:
@@ -116,15 +115,15 @@ class AgentLoop:
             if unrecorded_turn:
                 unrecorded_turn = False
             else:
-                self.bus.emit("turn_start", budget=self.settings.turn_budget)
+                self.bus.emit(TurnStart(budget=self.settings.turn_budget))
                 try:
                     self._steps(turn_started)
                 except _TurnOver as over:
-                    self.bus.emit("notice", level="warning", message=str(over))
+                    self.bus.emit(Notice(level="warning", message=str(over)))
                     self._wrap_up()
             self._backstop_answer()
-            self.bus.emit("turn_end", tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
-                          compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3))
+            self.bus.emit(TurnEnd(tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
+                                  compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3)))
             if not self.settings.force_budget:
                 return "first_turn_done"
             if self.state.turn >= self.settings.turn_budget:
@@ -165,7 +164,7 @@ class AgentLoop:
         return "required"
 
     def _ask_again(self, prompt: str, notice: str) -> None:
-        self.bus.emit("notice", level="warning", message=notice)
+        self.bus.emit(Notice(level="warning", message=notice))
         self.session.append({"role": "user", "content": prompt})
 
     def _uncited(self, reply: str) -> bool:
@@ -203,13 +202,13 @@ class AgentLoop:
     # -- one step -------------------------------------------------------------------------
 
     def _respond(self, tool_choice: ToolChoice) -> ChatResponse:
-        self.bus.emit("step_start")
+        self.bus.emit(StepStart())
         self._maybe_compact()
         started = time.monotonic()
         try:
             response = self._stream(tool_choice)
         except ContextOverflow:
-            self.bus.emit("notice", level="warning", message="the endpoint reported a context overflow: compacting and retrying once")
+            self.bus.emit(Notice(level="warning", message="the endpoint reported a context overflow: compacting and retrying once"))
             self._compact(forced=True)
             try:
                 response = self._stream(tool_choice)
@@ -219,9 +218,9 @@ class AgentLoop:
         usage = response.usage.as_dict()
         self.session.append(response.as_message(), usage=usage, reasoning=response.reasoning or None,
                             timings=response.timings or None)
-        self.bus.emit("step_end", usage=usage, llm_ms=round(llm_ms, 1), timings=response.timings,
-                      tool_calls=[c.name for c in response.tool_calls], text=response.text,
-                      finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"])
+        self.bus.emit(StepEnd(usage=usage, llm_ms=round(llm_ms, 1), timings=response.timings,
+                              tool_calls=[c.name for c in response.tool_calls], text=response.text,
+                              finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"]))
         return response
 
     def _stream(self, tool_choice: ToolChoice) -> ChatResponse:
@@ -233,7 +232,7 @@ class AgentLoop:
                 if self.control.requested:
                     raise _RunOver(self.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):
-                    self.bus.emit("delta", kind=event.kind, text=event.text)
+                    self.bus.emit(Delta(kind=event.kind, text=event.text))
                 elif event.kind == "done" and event.response is not None:
                     return event.response
         except (ContextOverflow, _RunOver):
@@ -251,7 +250,8 @@ class AgentLoop:
                 break
             repeats += 1
         self.state.tool_calls += 1
-        self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {}, raw_arguments=call.raw_arguments)
+        self.bus.emit(ToolStart(call_id=call.id, name=call.name, arguments=call.arguments or {},
+                                raw_arguments=call.raw_arguments))
         started = time.monotonic()
         if repeats > _REPEAT_LIMIT:
             output = ToolOutput(
@@ -264,10 +264,10 @@ class AgentLoop:
         duration_ms = (time.monotonic() - started) * 1000
         self._sources_shown = self._sources_shown or bool(output.details.get("sources") or output.details.get("source"))
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text})
-        self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
-                      duration_ms=round(duration_ms, 1), is_error=output.is_error,
-                      preview=output.text[:_PREVIEW_CHARS], details=output.details,
-                      gist=result_gist(call.name, output.text, output.details, output.is_error))
+        self.bus.emit(ToolEnd(call_id=call.id, name=call.name, arguments=call.arguments or {},
+                              raw_arguments=call.raw_arguments, duration_ms=round(duration_ms, 1),
+                              is_error=output.is_error, preview=output.text[:_PREVIEW_CHARS], details=output.details,
+                              gist=result_gist(call.name, output.text, output.details, output.is_error)))
 
     # -- compaction, stopping, the answer ------------------------------------------------------
 
@@ -289,8 +289,8 @@ class AgentLoop:
             return
         summary, usage, first_kept = result
         self.session.record_compaction(summary, first_kept, tokens_before, usage.as_dict())
-        self.bus.emit("compaction", tokens_before=tokens_before, first_kept=first_kept,
-                      compactions=self.session.compactions, summary_chars=len(summary))
+        self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=first_kept,
+                                 compactions=self.session.compactions, summary_chars=len(summary)))
 
     def _check_stop(self) -> None:
         if self.control.requested:
@@ -306,5 +306,5 @@ class AgentLoop:
         for message in reversed(self.session.messages):
             if message.get("role") == "assistant" and str(message.get("content") or "").strip():
                 answer.write_text(str(message["content"]).strip() + "\n", encoding="utf-8")
-                self.bus.emit("notice", level="info", message="ANSWER.md written from the model's final message")
+                self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
                 return

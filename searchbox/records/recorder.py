@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.events import DONE_REASONS, Event, dispatch
+from searchbox.records.events import DONE_REASONS, Event, Stop, TurnEnd
 from searchbox.records.citations import check_citations
 from searchbox.records.files import append_jsonl, read_json, write_json
 from searchbox.records.stats import RunStats
@@ -35,13 +35,17 @@ class RunRecorder:
 
     def __call__(self, event: Event) -> None:
         self.stats.add(event)
-        dispatch(self, event)
+        match event:
+            case TurnEnd():
+                self._turn_end(event)
+            case Stop():
+                self._stop(event)
 
     # -- event handlers ------------------------------------------------------------------
 
-    def _on_turn_end(self, event: Event) -> None:
+    def _turn_end(self, event: TurnEnd) -> None:
         self.turns = event.turn
-        self.tokens = event.data["tokens"]
+        self.tokens = event.tokens
         answer = self.job_dir / ANSWER_PATH
         text = answer.read_text(encoding="utf-8", errors="replace") if answer.exists() else ""
         digest = self._hash_answer()
@@ -61,17 +65,17 @@ class RunRecorder:
             "token_metric": metric,
             "tokens_spent": self.tokens.get(metric, 0),
             "tokens": self.tokens,
-            "tool_calls": event.data["tool_calls"],
+            "tool_calls": event.tool_calls,
             "answer": {"present": bool(text), "chars": len(text), "changed": changed},
         })
         self.save_ledger()
         self._write_meta(stop_reason=None)
 
-    def _on_stop(self, event: Event) -> None:
-        self.turns = max(self.turns, event.data.get("turns", 0))
-        self.tokens = event.data.get("tokens", self.tokens)
+    def _stop(self, event: Stop) -> None:
+        self.turns = max(self.turns, event.turns)
+        self.tokens = event.tokens or self.tokens
         self.save_ledger()
-        self._write_meta(stop_reason=event.data["reason"])
+        self._write_meta(stop_reason=event.reason)
 
     # -- files ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchbox.records.events import Event
+from searchbox.records.events import Compaction, Event, RunStart, StepEnd, ToolEnd
 
 
 @dataclass
@@ -42,26 +42,24 @@ class RunStats:
         return stats
 
     def add(self, event: Event) -> None:
-        d = event.data
-        if event.type == "run_start":  # a resumption's clock starts again at zero
-            self._wall_base = self.wall_ms
-        elif event.type == "step_end":
-            self.llm_ms += d.get("llm_ms", 0.0)
-            usage, timings = d.get("usage") or {}, d.get("timings") or {}
-            if timings.get("decode_ms"):
-                self.decode["tokens"] += usage.get("output", 0)
-                self.decode["ms"] += timings["decode_ms"]
-            if timings.get("prefill_ms"):
-                self.prefill["tokens"] += usage.get("input", 0) - usage.get("cacheRead", 0)
-                self.prefill["ms"] += timings["prefill_ms"]
-        elif event.type == "tool_end":
-            name = d.get("name", "?")
-            self.tools[name] += 1
-            self.tools_ms[name] += d.get("duration_ms", 0.0)
-            self.tool_ms += d.get("duration_ms", 0.0)
-            self.programs.update((d.get("details") or {}).get("programs") or [])
-        elif event.type == "compaction":
-            self.compactions += 1
+        match event:
+            case RunStart():  # a resumption's clock starts again at zero
+                self._wall_base = self.wall_ms
+            case StepEnd(usage=usage, timings=timings, llm_ms=llm_ms):
+                self.llm_ms += llm_ms
+                if timings.get("decode_ms"):
+                    self.decode["tokens"] += usage.get("output", 0)
+                    self.decode["ms"] += timings["decode_ms"]
+                if timings.get("prefill_ms"):
+                    self.prefill["tokens"] += usage.get("input", 0) - usage.get("cacheRead", 0)
+                    self.prefill["ms"] += timings["prefill_ms"]
+            case ToolEnd(name=name, duration_ms=duration_ms, details=details):
+                self.tools[name] += 1
+                self.tools_ms[name] += duration_ms
+                self.tool_ms += duration_ms
+                self.programs.update(details.get("programs") or [])
+            case Compaction():
+                self.compactions += 1
         self.wall_ms = self._wall_base + event.elapsed * 1000
 
     @property
