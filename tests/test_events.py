@@ -12,6 +12,7 @@ import pytest
 from searchbox.records.events import (EVENT_TYPES, SCHEMA_VERSION, Compaction, Delta, Event, EventBus, Notice,
                                       RunStart, StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart,
                                       check_event_types, load_events)
+from searchbox.records.stats import RunStats
 
 ONE_OF_EACH: list[Event] = [
     RunStart(resumed=True, turns_done=2, model="m", context_window=4096),
@@ -91,3 +92,22 @@ def test_a_payload_field_may_not_take_an_envelope_keys_place() -> None:
     with pytest.raises(TypeError, match="turn"):
         check_event_types([Shadowing])
     check_event_types(EVENT_TYPES.values())
+
+
+def test_wall_time_adds_the_parts_of_a_run_not_the_boot_before_them() -> None:
+    """Each part is timed from its run_start to its stop, on its own bus's clock: the notices of a
+    model's boot and of a part's setup come before the run_start, on clocks of their own, and a
+    part killed before its stop counts up to its last event."""
+    events: list[Event] = [
+        Notice(message="loading", elapsed=0.0), Notice(message="ready", elapsed=30.0),  # the boot's bus
+        Notice(message="retrieval falls back", elapsed=0.001), RunStart(elapsed=0.002),
+        StepEnd(elapsed=1.0), Stop(reason="paused", elapsed=2.0),
+        Notice(message="retrieval falls back", elapsed=0.001), RunStart(resumed=True, elapsed=0.002),
+        ToolEnd(call_id="c", name="ls", elapsed=1.5),  # killed here
+        Notice(message="retrieval falls back", elapsed=0.001), RunStart(resumed=True, elapsed=0.002),
+        Stop(reason="budget_spent", elapsed=3.0),
+    ]
+    stats = RunStats()
+    for event in events:
+        stats.add(event)
+    assert stats.wall_ms == pytest.approx(2000 + 1500 + 3000)

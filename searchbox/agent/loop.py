@@ -70,7 +70,8 @@ class AgentLoop:
         self.control = control or RunControl()
         self.session = Session.load(job_dir / "session.jsonl")
         self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
-        self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
+        self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), step=self.session.responses(),
+                               tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._recent_calls: list[str] = []
         self._sources_shown = False  # a tool result showed document content with a source id
@@ -114,6 +115,7 @@ class AgentLoop:
             turn_started = time.monotonic()
             if unrecorded_turn:
                 unrecorded_turn = False
+                self.bus.step = self.state.step  # the turn's last response, as the events before the stop said
             else:
                 self.bus.emit(TurnStart(budget=self.settings.turn_budget))
                 try:
@@ -183,6 +185,7 @@ class AgentLoop:
                 continue
             if message.get("role") != "assistant":
                 return
+            self.bus.step = self.state.step  # the step that response opened, as its events said before the stop
             for part in message.get("tool_calls") or []:
                 if part["id"] in answered:
                     continue

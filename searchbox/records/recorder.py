@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.events import DONE_REASONS, Event, Stop, TurnEnd
+from searchbox.records.events import DONE_REASONS, Event, Stop, ToolEnd, TurnEnd, load_events
 from searchbox.records.citations import check_citations
-from searchbox.records.files import append_jsonl, read_json, write_json
+from searchbox.records.files import append_jsonl, write_json
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
 
@@ -28,14 +28,21 @@ class RunRecorder:
         self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
         self.ledger_ids = ledger_ids
         self.save_ledger = save_ledger
-        self.stats = RunStats.from_timing(read_json(job_dir / "timing.json", {}) or {})
+        # From the events the job recorded, not from timing.json: a run killed mid-turn recorded its
+        # tool calls as events but wrote no timing.json after them.
+        self.stats = RunStats()
+        for event in load_events(job_dir):
+            self.stats.add(event)
         self.tokens: dict[str, int] = {}
         self.turns = 0
         self._answer_hash = self._hash_answer()
+        self._sources_saved = len(ledger_ids())
 
     def __call__(self, event: Event) -> None:
         self.stats.add(event)
         match event:
+            case ToolEnd():
+                self._save_new_sources()
             case TurnEnd():
                 self._turn_end(event)
             case Stop():
@@ -76,6 +83,14 @@ class RunRecorder:
         self.tokens = event.tokens or self.tokens
         self.save_ledger()
         self._write_meta(stop_reason=event.reason)
+
+    def _save_new_sources(self) -> None:
+        """The ledger after each tool call that added sources: a run killed before its turn ended
+        still knows, when restarted, the ids its tool results showed the model."""
+        count = len(self.ledger_ids())
+        if count != self._sources_saved:
+            self.save_ledger()
+            self._sources_saved = count
 
     # -- files ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchbox.records.events import Compaction, Event, RunStart, StepEnd, ToolEnd
+from searchbox.records.events import Compaction, Event, RunStart, StepEnd, Stop, ToolEnd
 
 
 @dataclass
@@ -22,7 +22,11 @@ class RunStats:
     decode: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "ms": 0.0})
     prefill: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "ms": 0.0})
     compactions: int = 0
-    _wall_base: float = field(default=0.0, repr=False)
+    # The wall time is the sum of the run's parts, each timed by its own bus from its run_start to its
+    # stop (a model's boot and a part's setup before its run_start do not count).
+    _wall_base: float = field(default=0.0, repr=False)  # the wall time of the earlier parts
+    _part_open: bool = field(default=False, repr=False)  # between a run_start and its stop
+    _last_elapsed: float = field(default=0.0, repr=False)
 
     @classmethod
     def from_timing(cls, timing: dict[str, Any]) -> RunStats:
@@ -42,9 +46,8 @@ class RunStats:
         return stats
 
     def add(self, event: Event) -> None:
+        self._time(event)
         match event:
-            case RunStart():  # a resumption's clock starts again at zero
-                self._wall_base = self.wall_ms
             case StepEnd(usage=usage, timings=timings, llm_ms=llm_ms):
                 self.llm_ms += llm_ms
                 if timings.get("decode_ms"):
@@ -60,7 +63,16 @@ class RunStats:
                 self.programs.update(details.get("programs") or [])
             case Compaction():
                 self.compactions += 1
-        self.wall_ms = self._wall_base + event.elapsed * 1000
+
+    def _time(self, event: Event) -> None:
+        if isinstance(event, RunStart):
+            self._wall_base, self._part_open = self.wall_ms, True
+        elif event.elapsed < self._last_elapsed:  # another bus's clock: the part was killed, it left no stop
+            self._part_open = False
+        self._last_elapsed = event.elapsed
+        if self._part_open:
+            self.wall_ms = self._wall_base + event.elapsed * 1000
+            self._part_open = not isinstance(event, Stop)
 
     @property
     def decode_tokens_per_s(self) -> float | None:
