@@ -120,7 +120,7 @@ def measure(case: str, how: str, room: Path, scratch: Path) -> tuple[float, floa
             scheduler.cancel(record.id)  # a held job would wait for a resume
         finally:
             scheduler.stop(timeout=WAIT_S)
-    return tool_s, run_s, str(ended.data.get("ended"))
+    return tool_s, run_s, str(getattr(ended, "ended", ""))
 
 
 def main() -> None:

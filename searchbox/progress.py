@@ -9,7 +9,8 @@ import json
 import sys
 from typing import TextIO
 
-from searchbox.records.events import Event
+from searchbox.records.events import (Compaction, Delta, Event, Notice, RunStart, StepEnd, Stop, ToolEnd, ToolStart,
+                                      TurnEnd, TurnStart)
 
 _ARG_CHARS = 90
 
@@ -36,36 +37,29 @@ class ProgressPrinter:
         self.out.flush()
 
     def _format(self, event: Event) -> str | None:
-        d = event.data
-        match event.type:
-            case "run_start":
-                verb = "resuming" if d["resumed"] else "starting"
-                return f"{verb} run with {d['model']}"
-            case "turn_start":
-                return f"── turn {event.turn}/{d['budget']} ──"
-            case "delta":
-                if self.stream_text and d["kind"] == "text":
-                    self.out.write(d["text"])
-                    self.out.flush()
-                    self._mid_line = True
-                return None
-            case "tool_start":
-                return f"  step {event.step} → {d['name']}({_arguments(d['arguments'])})"
-            case "tool_end":
-                mark = "✗" if d["is_error"] else "✓"
-                ended = f"[{d['ended'].replace('_', ' ')}] " if d.get("ended", "completed") != "completed" else ""
-                return f"      {mark} {d['duration_ms'] / 1000:.2f}s  {ended}{d.get('gist', '')}"
-            case "step_end":
-                u = d["usage"]
-                said = f"  “{d['text'].strip()[:120]}”" if d["text"].strip() and not d["tool_calls"] else ""
-                return f"  step {event.step}: {u['input']:,} in / {u['output']:,} out tokens, {d['llm_ms'] / 1000:.1f}s{said}"
-            case "compaction":
-                return f"  compacted the context ({d['tokens_before']:,} tokens before; compaction {d['compactions']})"
-            case "notice":
-                return f"  ! {d['message']}"
-            case "turn_end":
-                t = d["tokens"]
-                return f"── turn {event.turn} done: {d['tool_calls']} tool calls so far, {t['total']:,} tokens, {d['seconds']:.1f}s"
-            case "stop":
-                return f"stopped: {d['reason']} after {d['turns']} turn(s), {event.elapsed:.1f}s"
+        match event:
+            case RunStart(resumed=resumed, model=model):
+                return f"{'resuming' if resumed else 'starting'} run with {model}"
+            case TurnStart(budget=budget):
+                return f"── turn {event.turn}/{budget} ──"
+            case Delta(kind="text", text=text) if self.stream_text:
+                self.out.write(text)
+                self.out.flush()
+                self._mid_line = True
+            case ToolStart(name=name, arguments=arguments):
+                return f"  step {event.step} → {name}({_arguments(arguments)})"
+            case ToolEnd(is_error=is_error, duration_ms=duration_ms, ended=ended, gist=gist):
+                cut = f"[{ended.replace('_', ' ')}] " if ended != "completed" else ""
+                return f"      {'✗' if is_error else '✓'} {duration_ms / 1000:.2f}s  {cut}{gist}"
+            case StepEnd(usage=u, text=text, tool_calls=calls, llm_ms=llm_ms):
+                said = f"  “{text.strip()[:120]}”" if text.strip() and not calls else ""
+                return f"  step {event.step}: {u['input']:,} in / {u['output']:,} out tokens, {llm_ms / 1000:.1f}s{said}"
+            case Compaction(tokens_before=tokens_before, compactions=n):
+                return f"  compacted the context ({tokens_before:,} tokens before; compaction {n})"
+            case Notice(message=message):
+                return f"  ! {message}"
+            case TurnEnd(tool_calls=calls, tokens=t, seconds=seconds):
+                return f"── turn {event.turn} done: {calls} tool calls so far, {t['total']:,} tokens, {seconds or 0:.1f}s"
+            case Stop(reason=reason, turns=turns):
+                return f"stopped: {reason} after {turns} turn(s), {event.elapsed:.1f}s"
         return None

@@ -15,7 +15,7 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
-from searchbox.records.events import Event
+from searchbox.records.events import Event, ToolEnd
 from searchbox.agent.prompts import CITE_SOURCES, COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
@@ -23,6 +23,7 @@ from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings
+from searchbox.ui.feed import Feed
 
 QUESTION = "When does the office lease end?"
 RECORD_FILES = ["session.jsonl", "events.jsonl", "turns.jsonl", "sources.json", "run_meta.json", "timing.json",
@@ -187,13 +188,17 @@ def test_text_form_calls_broken_json_and_unknown_tools(job, tmp_path: Path) -> N
     with ScriptedEndpoint(script) as endpoint:
         reason, job_dir = run(job, endpoint, tmp_path, events=events)
     assert reason == "first_turn_done"
-    ends = [e.data for e in events if e.type == "tool_end"]
-    assert [e["name"] for e in ends] == ["grep", "ls", "teleport", "read", "read"]
-    assert not ends[0]["is_error"] and "Harbour" in ends[0]["preview"]
-    assert not ends[1]["is_error"] and "lease.txt" in ends[1]["preview"]
-    assert ends[2]["is_error"] and "no tool named 'teleport'" in ends[2]["preview"]
-    assert not ends[3]["is_error"]  # the missing brace was repaired
-    assert ends[4]["is_error"] and "could not be parsed" in ends[4]["preview"]
+    ends = [e for e in events if isinstance(e, ToolEnd)]
+    assert [e.name for e in ends] == ["grep", "ls", "teleport", "read", "read"]
+    assert not ends[0].is_error and "Harbour" in ends[0].preview
+    assert not ends[1].is_error and "lease.txt" in ends[1].preview
+    assert ends[2].is_error and "no tool named 'teleport'" in ends[2].preview
+    assert not ends[3].is_error  # the missing brace was repaired
+    assert ends[4].is_error and "could not be parsed" in ends[4].preview
+    feed = Feed(QUESTION)  # what did not parse stays in sight once the call ended (it showed "{}")
+    for event in events:
+        feed.add(event)
+    assert "{{{ not json at all" in [m for m in feed.messages if "read" in m.get("metadata", {}).get("title", "")][-1]["content"]
 
 
 def test_a_repeated_identical_call_gets_a_nudge(job, tmp_path: Path) -> None:
@@ -202,9 +207,9 @@ def test_a_repeated_identical_call_gets_a_nudge(job, tmp_path: Path) -> None:
     events: list[Event] = []
     with ScriptedEndpoint(script) as endpoint:
         run(job, endpoint, tmp_path, events=events)
-    ends = [e.data for e in events if e.type == "tool_end"]
-    assert [e["is_error"] for e in ends] == [False, False, True, True]
-    assert "already called grep" in ends[2]["preview"]
+    ends = [e for e in events if isinstance(e, ToolEnd)]
+    assert [e.is_error for e in ends] == [False, False, True, True]
+    assert "already called grep" in ends[2].preview
 
 
 def test_compaction_summarizes_older_messages_and_keeps_the_session(job, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
-from searchbox.records.events import Event, Listener
+from searchbox.records.events import Delta, Event, Listener
 from searchbox.agent.run import run_job
 from searchbox.jobs.scheduler import RunFn, Scheduler
 from searchbox.jobs.store import JobRecord, JobStore
@@ -481,7 +481,7 @@ def test_subscribers_get_the_run_live_and_in_order(env: Env) -> None:
     assert seen == seen_too
     types = [e.type for e in seen]
     assert types[0] == "run_start" and types[-1] == "stop" and types.count("tool_end") == 2
-    deltas = "".join(e.data["text"] for e in seen if e.type == "delta")
+    deltas = "".join(e.text for e in seen if isinstance(e, Delta))
     assert deltas == "A: the lease runs until 31 March 2029 [s1]."  # every delta, in order
     assert seen_late and seen_late == seen[-len(seen_late):] and "run_start" not in [e.type for e in seen_late]
     assert scheduler.wait_idle(WAIT_S)

@@ -31,8 +31,9 @@ from searchbox.jobs.job import create_job
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.events import Event, EventBus, Listener
+from searchbox.records.events import Event, EventBus, Listener, ToolStart
 from searchbox.records.files import read_jsonl
+from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
 from searchbox.settings import Settings
@@ -80,7 +81,7 @@ def _wait_for(events: queue.Queue[Event | None], kind: str, name: str) -> None:
     while True:
         event = events.get(timeout=max(deadline - time.monotonic(), 0.01))
         assert event is not None, f"the run stopped before its {name} {kind}"
-        if event.type == kind and event.data.get("name") == name:
+        if event.type == kind and getattr(event, "name", None) == name:
             return
 
 
@@ -357,8 +358,8 @@ def test_a_call_the_app_died_in_is_not_run_again_on_resume(tmp_path: Path) -> No
         [response] = [row["message"] for row in read_jsonl(job_dir / "session.jsonl")
                       if row["message"]["role"] == "assistant"]
         bash_call = response["tool_calls"][0]
-        EventBus(job_dir / "events.jsonl").emit("tool_start", call_id=bash_call["id"], name="bash",
-                                                arguments={"command": SLEEP}, raw_arguments="")
+        EventBus(JobFolder(job_dir).events).emit(ToolStart(call_id=bash_call["id"], name="bash",
+                                                           arguments={"command": SLEEP}, raw_arguments=""))
         assert _run_fn(job_dir, settings, RunControl(), []) == "first_turn_done"
         resumed = endpoint.requests[-1].body["messages"]
     assert [(e["name"], e["ended"]) for e in _tool_ends(job_dir)] == [("bash", "cut_by_crash"), ("ls", "completed")]

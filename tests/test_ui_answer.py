@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from searchbox.records.events import Event
+from searchbox.records.events import Delta, StepEnd, StepStart, ToolEnd, ToolStart
 from searchbox.ui.answer import CITATION_JS, render_answer, render_sources
 from searchbox.ui.feed import Feed
 
@@ -126,24 +126,24 @@ def test_tags_that_load_are_shown_as_text() -> None:
 
 def test_the_feed_renders_the_models_text_inert() -> None:
     feed = Feed(f"What is ![q]({LEAK})?")
-    feed.add(Event("step_start", 1, 1, 0.0))
-    feed.add(Event("delta", 1, 1, 0.0, {"kind": "reasoning", "text": f"<img src={LEAK}>"}))
-    feed.add(Event("delta", 1, 1, 0.0, {"kind": "text", "text": f"See ![x]({LEAK})"}))
+    feed.add(StepStart(turn=1, step=1))
+    feed.add(Delta(turn=1, step=1, kind="reasoning", text=f"<img src={LEAK}>"))
+    feed.add(Delta(turn=1, step=1, kind="text", text=f"See ![x]({LEAK})"))
     question, reasoning, text = feed.messages
     assert "![" not in question["content"] and "image not loaded" in question["content"]
     assert reasoning["content"] == f"&lt;img src={LEAK}&gt;"
     assert "![" not in text["content"]
-    feed.add(Event("step_end", 1, 1, 0.0, {"text": f"Done ![y]({LEAK})", "llm_ms": 1}))
+    feed.add(StepEnd(turn=1, step=1, text=f"Done ![y]({LEAK})", llm_ms=1))
     assert text["content"].startswith("Done y (image not loaded: ")
 
 
 def test_the_feeds_tool_titles_and_logs_are_inert() -> None:
     feed = Feed("q")
     arguments = {"path": "notes.md", "content": f"![x]({LEAK}) <img src={LEAK}>"}
-    feed.add(Event("tool_start", 1, 1, 0.0, {"call_id": "c", "name": "write", "arguments": arguments}))
+    feed.add(ToolStart(turn=1, step=1, call_id="c", name="write", arguments=arguments))
     assert "![" not in feed.messages[-1]["metadata"]["title"]
-    feed.add(Event("tool_end", 1, 1, 0.0, {"call_id": "c", "name": "write", "arguments": arguments, "is_error": True,
-                                          "preview": "", "gist": f"![y]({LEAK})", "duration_ms": 1}))
+    feed.add(ToolEnd(turn=1, step=1, call_id="c", name="write", arguments=arguments, is_error=True,
+                     preview="", gist=f"![y]({LEAK})", duration_ms=1))
     metadata = feed.messages[-1]["metadata"]
     assert "![" not in metadata["title"] and "<img" not in metadata["title"]
     assert metadata["log"].startswith("y (image not loaded: ")

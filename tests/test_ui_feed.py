@@ -10,7 +10,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
-from searchbox.records.events import Event, load_events
+from searchbox.records.events import EVENT_TYPES, Event, load_events
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -21,7 +21,7 @@ QUESTION = "When does the office lease end?"
 
 
 def ev(type: str, turn: int = 1, step: int = 1, /, **data: Any) -> Event:
-    return Event(type, turn, step, 0.0, data)  # type: ignore[arg-type]
+    return EVENT_TYPES[type](turn=turn, step=step, **data)
 
 
 def titles(feed: Feed) -> list[str]:
@@ -233,13 +233,13 @@ def test_a_replay_from_events_jsonl_shows_tools_and_answers(scripted_run: tuple[
 
 
 def test_a_resumption_reads_the_same_live_and_replayed_from_events_jsonl(tmp_path: Path) -> None:
-    from searchbox.records.events import EventBus
+    from searchbox.records.events import EventBus, RunStart
     from searchbox.ui.dashboard import Dashboard
 
     live_feed, live_dashboard = Feed(QUESTION), Dashboard(context_window=131072)
     bus = EventBus(tmp_path / "events.jsonl", [live_feed.add, live_dashboard.add])
     bus.turn = 2  # the envelope's turn when a run resumes after two turns
-    bus.emit("run_start", resumed=True, turns_done=2, model="m", context_window=16384)
+    bus.emit(RunStart(resumed=True, turns_done=2, model="m", context_window=16384))
     replayed = Feed(QUESTION)
     for event in load_events(tmp_path):
         replayed.add(event)

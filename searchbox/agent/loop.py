@@ -17,13 +17,13 @@ from typing import Any, Protocol
 
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
-from searchbox.records.events import DONE_REASONS, EventBus
+from searchbox.records.events import (DONE_REASONS, Compaction, Delta, EventBus, Notice, RunStart, StepEnd, StepStart,
+                                      Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events)
 from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.citations import cited_ids
-from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.cancel import Cancelled
@@ -70,7 +70,8 @@ class AgentLoop:
         self.control = control or RunControl()
         self.session = Session.load(self.folder.session)
         self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
-        self.state = LoopState(turn=len(self.folder.read_turns()), tool_calls=self.session.tool_results())
+        self.state = LoopState(turn=len(self.folder.read_turns()), step=self.session.responses(),
+                               tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._turn_deadline = float("inf")  # when the current turn passes TURN_TIMEOUT_SECONDS
         self._recent_calls: list[str] = []
@@ -81,10 +82,8 @@ class AgentLoop:
     def run(self, question: str) -> str:
         """Run (or resume) until a stop reason; returns it. Never raises for LLM or tool trouble."""
         resumed = bool(self.session.messages)
-        # `turns_done`, not `turn`: a payload key never shadows the envelope's turn (it did, and a replayed feed
-        # lost "Resumed after N turns").
-        self.bus.emit("run_start", resumed=resumed, turns_done=self.state.turn, model=self.model.model_id,
-                      context_window=self.settings.context_window)
+        self.bus.emit(RunStart(resumed=resumed, turns_done=self.state.turn, model=self.model.model_id,
+                               context_window=self.settings.context_window))
         unrecorded_turn = False
         if not resumed:
             self.session.append({"role": "user", "content": question})
@@ -99,9 +98,9 @@ class AgentLoop:
         except _RunOver as over:
             reason = over.reason
             if over.detail:
-                self.bus.emit("notice", level="error", message=over.detail)
-        self.bus.emit("stop", reason=reason, turns=self.state.turn, done=reason in DONE_REASONS,
-                      tokens=self.session.token_totals())
+                self.bus.emit(Notice(level="error", message=over.detail))
+        self.bus.emit(Stop(reason=reason, turns=self.state.turn, done=reason in DONE_REASONS,
+                           tokens=self.session.token_totals()))
         return reason
 
     def _send_continue_if_budget_left(self) -> None:
@@ -117,16 +116,17 @@ class AgentLoop:
             turn_started = time.monotonic()
             if unrecorded_turn:
                 unrecorded_turn = False
+                self.bus.step = self.state.step  # the turn's last response, as the events before the stop said
             else:
-                self.bus.emit("turn_start", budget=self.settings.turn_budget)
+                self.bus.emit(TurnStart(budget=self.settings.turn_budget))
                 try:
                     self._steps(turn_started)
                 except _TurnOver as over:
-                    self.bus.emit("notice", level="warning", message=str(over))
+                    self.bus.emit(Notice(level="warning", message=str(over)))
                     self._wrap_up()
             self._backstop_answer()
-            self.bus.emit("turn_end", tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
-                          compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3))
+            self.bus.emit(TurnEnd(tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
+                                  compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3)))
             if not self.settings.force_budget:
                 return "first_turn_done"
             if self.state.turn >= self.settings.turn_budget:
@@ -170,7 +170,7 @@ class AgentLoop:
         return "required"
 
     def _ask_again(self, prompt: str, notice: str) -> None:
-        self.bus.emit("notice", level="warning", message=notice)
+        self.bus.emit(Notice(level="warning", message=notice))
         self.session.append({"role": "user", "content": prompt})
 
     def _uncited(self, reply: str) -> bool:
@@ -191,6 +191,7 @@ class AgentLoop:
                 continue
             if message.get("role") != "assistant":
                 return
+            self.bus.step = self.state.step  # the step that response opened, as its events said before the stop
             for part in message.get("tool_calls") or []:
                 if part["id"] in answered:
                     continue
@@ -202,11 +203,12 @@ class AgentLoop:
 
     def _calls_started_since_the_last_response(self) -> set[str]:
         started: set[str] = set()
-        for row in read_jsonl(self.folder.events):
-            if row.get("type") == "step_end":
-                started.clear()
-            elif row.get("type") == "tool_start":
-                started.add(str(row.get("call_id")))
+        for event in read_events(self.folder.events):
+            match event:
+                case StepEnd():
+                    started.clear()
+                case ToolStart(call_id=call_id):
+                    started.add(call_id)
         return started
 
     def _wrap_up(self) -> None:
@@ -220,13 +222,13 @@ class AgentLoop:
     # -- one step -------------------------------------------------------------------------
 
     def _respond(self, tool_choice: ToolChoice) -> ChatResponse:
-        self.bus.emit("step_start")
+        self.bus.emit(StepStart())
         self._maybe_compact()
         started = time.monotonic()
         try:
             response = self._stream(tool_choice)
         except ContextOverflow:
-            self.bus.emit("notice", level="warning", message="the endpoint reported a context overflow: compacting and retrying once")
+            self.bus.emit(Notice(level="warning", message="the endpoint reported a context overflow: compacting and retrying once"))
             self._compact(forced=True)
             try:
                 response = self._stream(tool_choice)
@@ -236,9 +238,9 @@ class AgentLoop:
         usage = response.usage.as_dict()
         self.session.append(response.as_message(), usage=usage, reasoning=response.reasoning or None,
                             timings=response.timings or None)
-        self.bus.emit("step_end", usage=usage, llm_ms=round(llm_ms, 1), timings=response.timings,
-                      tool_calls=[c.name for c in response.tool_calls], text=response.text,
-                      finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"])
+        self.bus.emit(StepEnd(usage=usage, llm_ms=round(llm_ms, 1), timings=response.timings,
+                              tool_calls=[c.name for c in response.tool_calls], text=response.text,
+                              finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"]))
         return response
 
     def _stream(self, tool_choice: ToolChoice) -> ChatResponse:
@@ -250,7 +252,7 @@ class AgentLoop:
                 if self.control.requested:
                     raise _RunOver(self.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):
-                    self.bus.emit("delta", kind=event.kind, text=event.text)
+                    self.bus.emit(Delta(kind=event.kind, text=event.text))
                 elif event.kind == "done" and event.response is not None:
                     return event.response
         except (ContextOverflow, _RunOver):
@@ -269,8 +271,8 @@ class AgentLoop:
             repeats += 1
         self.state.tool_calls += 1
         if not crashed:  # a crashed call's tool_start is recorded already
-            self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {},
-                          raw_arguments=call.raw_arguments)
+            self.bus.emit(ToolStart(call_id=call.id, name=call.name, arguments=call.arguments or {},
+                                    raw_arguments=call.raw_arguments))
         started = time.monotonic()
         if crashed:
             output = cut_output(call.name, Cancelled("crashed"))
@@ -295,10 +297,11 @@ class AgentLoop:
         # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
                             ended=output.ended)
-        self.bus.emit("tool_end", call_id=call.id, name=call.name, arguments=call.arguments or {},
-                      duration_ms=round(duration_ms, 1), is_error=output.is_error, ended=output.ended,
-                      preview=output.text[:_PREVIEW_CHARS], details=output.details,
-                      gist=result_gist(call.name, output.text, output.details, output.is_error))
+        self.bus.emit(ToolEnd(call_id=call.id, name=call.name, arguments=call.arguments or {},
+                              raw_arguments=call.raw_arguments, duration_ms=round(duration_ms, 1),
+                              is_error=output.is_error, ended=output.ended, preview=output.text[:_PREVIEW_CHARS],
+                              details=output.details,
+                              gist=result_gist(call.name, output.text, output.details, output.is_error)))
 
     # -- compaction, stopping, the answer ------------------------------------------------------
 
@@ -320,8 +323,8 @@ class AgentLoop:
             return
         summary, usage, first_kept = result
         self.session.record_compaction(summary, first_kept, tokens_before, usage.as_dict())
-        self.bus.emit("compaction", tokens_before=tokens_before, first_kept=first_kept,
-                      compactions=self.session.compactions, summary_chars=len(summary))
+        self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=first_kept,
+                                 compactions=self.session.compactions, summary_chars=len(summary)))
 
     def _check_stop(self) -> None:
         if self.control.requested:
@@ -337,5 +340,5 @@ class AgentLoop:
         for message in reversed(self.session.messages):
             if message.get("role") == "assistant" and str(message.get("content") or "").strip():
                 answer.write_text(str(message["content"]).strip() + "\n", encoding="utf-8")
-                self.bus.emit("notice", level="info", message="ANSWER.md written from the model's final message")
+                self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
                 return

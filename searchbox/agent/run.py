@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.agent.control import RunControl
-from searchbox.records.events import EventBus, Listener
+from searchbox.records.events import EventBus, Listener, Notice
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.types import ChatModel
@@ -61,7 +61,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
                            workspace.ledger.ids, workspace.save_ledger)
     bus = EventBus(folder.events, [recorder, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
-        bus.emit("notice", level="warning", message=note)
+        bus.emit(Notice(level="warning", message=note))
     loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
     return loop.run(folder.question())
 
@@ -82,14 +82,14 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
         if time.monotonic() - last_report[0] > 1.0 or (total and done >= total):
             last_report[0] = time.monotonic()
             share = f" ({100 * done / total:.0f}%)" if total else ""
-            boot.emit("notice", level="info", message=f"downloading the model: {done / 2**20:,.0f} MB{share}")
+            boot.emit(Notice(level="info", message=f"downloading the model: {done / 2**20:,.0f} MB{share}"))
 
-    boot.emit("notice", level="info", message=_loading_message(settings))
+    boot.emit(Notice(level="info", message=_loading_message(settings)))
     started = time.monotonic()
-    connection = connect_for_run(settings, on_note=lambda note: boot.emit("notice", level="warning", message=note),
+    connection = connect_for_run(settings, on_note=lambda note: boot.emit(Notice(level="warning", message=note)),
                                  progress=progress)
     model, settings = connection.model, connection.settings
-    boot.emit("notice", level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f} s")
+    boot.emit(Notice(level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f} s"))
     try:
         return run_job(job_dir, settings, model, listeners, control)
     finally:

@@ -69,6 +69,10 @@ class Session:
         without a result gets one on resume, and is counted then)."""
         return sum(1 for message in self.messages if message.get("role") == "tool")
 
+    def responses(self) -> int:
+        """LLM responses so far: a resumed run numbers its steps on from them."""
+        return sum(1 for message in self.messages if message.get("role") == "assistant")
+
     def token_totals(self) -> dict[str, int]:
         """Summed over every LLM call in the file, compaction calls included, so nothing is undercounted."""
         totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}

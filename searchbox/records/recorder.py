@@ -11,11 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.events import DONE_REASONS, Event, dispatch
+from searchbox.records.events import DONE_REASONS, Event, Stop, ToolEnd, TurnEnd, load_events
 from searchbox.records.citations import check_citations
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
+
 
 class RunRecorder:
     def __init__(self, job_dir: Path, settings: Settings, run_info: Callable[[], dict[str, Any]],
@@ -25,20 +26,31 @@ class RunRecorder:
         self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
         self.ledger_ids = ledger_ids
         self.save_ledger = save_ledger
-        self.stats = RunStats.from_timing(self.folder.read_timing())
+        # From the events the job recorded, not from timing.json: a run killed mid-turn recorded its
+        # tool calls as events but wrote no timing.json after them.
+        self.stats = RunStats()
+        for event in load_events(job_dir):
+            self.stats.add(event)
         self.tokens: dict[str, int] = {}
         self.turns = 0
         self._answer_hash = self._hash_answer()
+        self._sources_saved = len(ledger_ids())
 
     def __call__(self, event: Event) -> None:
         self.stats.add(event)
-        dispatch(self, event)
+        match event:
+            case ToolEnd():
+                self._save_new_sources()
+            case TurnEnd():
+                self._turn_end(event)
+            case Stop():
+                self._stop(event)
 
     # -- event handlers ------------------------------------------------------------------
 
-    def _on_turn_end(self, event: Event) -> None:
+    def _turn_end(self, event: TurnEnd) -> None:
         self.turns = event.turn
-        self.tokens = event.data["tokens"]
+        self.tokens = event.tokens
         text = self.folder.answer_text()
         digest = self._hash_answer()
         changed = digest != self._answer_hash and bool(text)
@@ -56,17 +68,25 @@ class RunRecorder:
             "token_metric": metric,
             "tokens_spent": self.tokens.get(metric, 0),
             "tokens": self.tokens,
-            "tool_calls": event.data["tool_calls"],
+            "tool_calls": event.tool_calls,
             "answer": {"present": bool(text), "chars": len(text), "changed": changed},
         })
         self.save_ledger()
         self._write_meta(stop_reason=None)
 
-    def _on_stop(self, event: Event) -> None:
-        self.turns = max(self.turns, event.data.get("turns", 0))
-        self.tokens = event.data.get("tokens", self.tokens)
+    def _stop(self, event: Stop) -> None:
+        self.turns = max(self.turns, event.turns)
+        self.tokens = event.tokens or self.tokens
         self.save_ledger()
-        self._write_meta(stop_reason=event.data["reason"])
+        self._write_meta(stop_reason=event.reason)
+
+    def _save_new_sources(self) -> None:
+        """The ledger after each tool call that added sources: a run killed before its turn ended
+        still knows, when restarted, the ids its tool results showed the model."""
+        count = len(self.ledger_ids())
+        if count != self._sources_saved:
+            self.save_ledger()
+            self._sources_saved = count
 
     # -- files ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchbox.records.events import Event
+from searchbox.records.events import Compaction, Event, RunStart, StepEnd, Stop, ToolEnd
 
 
 @dataclass
@@ -22,7 +22,11 @@ class RunStats:
     decode: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "ms": 0.0})
     prefill: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "ms": 0.0})
     compactions: int = 0
-    _wall_base: float = field(default=0.0, repr=False)
+    # The wall time is the sum of the run's parts, each timed by its own bus from its run_start to its
+    # stop (a model's boot and a part's setup before its run_start do not count).
+    _wall_base: float = field(default=0.0, repr=False)  # the wall time of the earlier parts
+    _part_open: bool = field(default=False, repr=False)  # between a run_start and its stop
+    _last_elapsed: float = field(default=0.0, repr=False)
 
     @classmethod
     def from_timing(cls, timing: dict[str, Any]) -> RunStats:
@@ -42,27 +46,33 @@ class RunStats:
         return stats
 
     def add(self, event: Event) -> None:
-        d = event.data
-        if event.type == "run_start":  # a resumption's clock starts again at zero
-            self._wall_base = self.wall_ms
-        elif event.type == "step_end":
-            self.llm_ms += d.get("llm_ms", 0.0)
-            usage, timings = d.get("usage") or {}, d.get("timings") or {}
-            if timings.get("decode_ms"):
-                self.decode["tokens"] += usage.get("output", 0)
-                self.decode["ms"] += timings["decode_ms"]
-            if timings.get("prefill_ms"):
-                self.prefill["tokens"] += usage.get("input", 0) - usage.get("cacheRead", 0)
-                self.prefill["ms"] += timings["prefill_ms"]
-        elif event.type == "tool_end":
-            name = d.get("name", "?")
-            self.tools[name] += 1
-            self.tools_ms[name] += d.get("duration_ms", 0.0)
-            self.tool_ms += d.get("duration_ms", 0.0)
-            self.programs.update((d.get("details") or {}).get("programs") or [])
-        elif event.type == "compaction":
-            self.compactions += 1
-        self.wall_ms = self._wall_base + event.elapsed * 1000
+        self._time(event)
+        match event:
+            case StepEnd(usage=usage, timings=timings, llm_ms=llm_ms):
+                self.llm_ms += llm_ms
+                if timings.get("decode_ms"):
+                    self.decode["tokens"] += usage.get("output", 0)
+                    self.decode["ms"] += timings["decode_ms"]
+                if timings.get("prefill_ms"):
+                    self.prefill["tokens"] += usage.get("input", 0) - usage.get("cacheRead", 0)
+                    self.prefill["ms"] += timings["prefill_ms"]
+            case ToolEnd(name=name, duration_ms=duration_ms, details=details):
+                self.tools[name] += 1
+                self.tools_ms[name] += duration_ms
+                self.tool_ms += duration_ms
+                self.programs.update(details.get("programs") or [])
+            case Compaction():
+                self.compactions += 1
+
+    def _time(self, event: Event) -> None:
+        if isinstance(event, RunStart):
+            self._wall_base, self._part_open = self.wall_ms, True
+        elif event.elapsed < self._last_elapsed:  # another bus's clock: the part was killed, it left no stop
+            self._part_open = False
+        self._last_elapsed = event.elapsed
+        if self._part_open:
+            self.wall_ms = self._wall_base + event.elapsed * 1000
+            self._part_open = not isinstance(event, Stop)
 
     @property
     def decode_tokens_per_s(self) -> float | None:

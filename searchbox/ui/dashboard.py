@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from searchbox.records.events import Event, dispatch, load_events
+from searchbox.records.events import Compaction, Event, RunStart, StepEnd, TurnEnd, TurnStart, load_events
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.ui import charts
@@ -29,25 +29,20 @@ class Dashboard:
 
     def add(self, event: Event) -> None:
         self.stats.add(event)
-        dispatch(self, event)
-
-    def _on_run_start(self, event: Event) -> None:
-        # The window the run really has (fitted to its model), which the job's own settings may not know.
-        self.context_window = event.data.get("context_window", self.context_window)
-
-    def _on_turn_start(self, event: Event) -> None:
-        self.budget = event.data.get("budget", self.budget)
-
-    def _on_step_end(self, event: Event) -> None:
-        self.points.append({"step": len(self.points) + 1, "turn": event.turn, "tokens": event.data.get("context_tokens", 0)})
-
-    def _on_compaction(self, event: Event) -> None:
-        # It happens inside a step, before that step's response: between two points.
-        self.compactions.append({"step": len(self.points) + 0.5, "tokens_before": event.data.get("tokens_before", 0)})
-
-    def _on_turn_end(self, event: Event) -> None:
-        self.turns_done = max(self.turns_done, event.turn)
-        self.turn_rows.append({"turn": event.turn, "tokens": dict(event.data.get("tokens") or {})})
+        match event:
+            case RunStart(context_window=window) if window:
+                # The window the run really has (fitted to its model), which the job's own settings may not know.
+                self.context_window = window
+            case TurnStart(budget=budget) if budget:
+                self.budget = budget
+            case StepEnd(context_tokens=tokens):
+                self.points.append({"step": len(self.points) + 1, "turn": event.turn, "tokens": tokens})
+            case Compaction(tokens_before=tokens_before):
+                # It happens inside a step, before that step's response: between two points.
+                self.compactions.append({"step": len(self.points) + 0.5, "tokens_before": tokens_before})
+            case TurnEnd(tokens=tokens):
+                self.turns_done = max(self.turns_done, event.turn)
+                self.turn_rows.append({"turn": event.turn, "tokens": dict(tokens)})
 
     @classmethod
     def from_records(cls, job_dir: Path) -> Dashboard:

@@ -12,7 +12,8 @@ import json
 import re
 from typing import Any
 
-from searchbox.records.events import Event, dispatch
+from searchbox.records.events import (Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart, Stop, ToolEnd,
+                                      ToolStart, TurnEnd, TurnStart)
 from searchbox.agent.prompts import CONTINUE
 from searchbox.ui.answer import inert_markdown
 
@@ -45,37 +46,54 @@ class Feed:
         return self._messages
 
     def add(self, event: Event) -> None:
-        dispatch(self, event)
+        match event:
+            case RunStart(resumed=True, turns_done=done):
+                self._append("", title="⏯️ Resumed", status="done", log=f"after {_plural(done, 'turn')}" if done else None)
+            case TurnStart(budget=budget):
+                title = f"Turn {event.turn} / {budget}" if budget else f"Turn {event.turn}"
+                if event.turn > 1:  # the user's message opens the turn, so it comes before the turn's header
+                    self._messages.append({"role": "user", "content": CONTINUE})
+                self._turn = self._append("", title=title, status="pending")
+                self._turn_tools = 0
+            case StepStart():
+                self._close_streams()
+            case Delta(kind="retry", text=text):  # the stream broke and restarts: what it showed is void
+                for message, _ in self._streams.values():
+                    self._remove(message)
+                self._streams.clear()
+                self._dirty.clear()
+                self._append("", title="↻ Stream restarted", status="done", log=_one_line(text, _TITLE_ARGS_CHARS) or None)
+            case Delta(kind="text" | "reasoning" as kind, text=text):
+                self._delta(kind, text)
+            case StepEnd():
+                self._step_end(event)
+            case ToolStart(call_id=call_id, name=name, arguments=arguments, raw_arguments=raw):
+                self._tools[call_id] = self._append(_arguments_block(name, arguments, raw),
+                                                    title=_tool_title(name, arguments), status="pending")
+            case ToolEnd():
+                self._tool_end(event)
+            case TurnEnd(seconds=seconds) if self._turn is not None:
+                self._turn["metadata"]["log"] = _plural(self._turn_tools, "tool call")
+                self._done(self._turn, seconds)
+                self._turn = None
+            case Compaction(tokens_before=tokens_before, summary_chars=chars, compactions=n):
+                log = f"{tokens_before:,} tokens before, summary of {chars:,} chars"
+                self._append("", title=f"🗜️ Context compacted (#{n})", status="done", log=log)
+            case Notice(level=level, message=message):
+                if level in _NOTICE_ICONS:  # warnings and errors stay in plain sight
+                    self._append(f"{_NOTICE_ICONS[level]} {message}")
+                else:
+                    self._append("", title=f"ℹ️ {_one_line(message, 200)}", status="done")
+            case Stop(reason=reason, turns=turns, done=done):
+                for message in list(self._pending.values()):  # a stop can cut a step or a turn short
+                    self._done(message, None)
+                self._close_streams()
+                icon = "✅" if done else "⏹️"
+                self._append(f"{icon} Stopped: {reason} after {_plural(turns, 'turn')}")
 
-    # -- handlers ------------------------------------------------------------------------------
+    # -- the longer cases --------------------------------------------------------------------------
 
-    def _on_run_start(self, event: Event) -> None:
-        if event.data.get("resumed"):
-            done = event.data.get("turns_done", 0)
-            self._append("", title="⏯️ Resumed", status="done", log=f"after {_plural(done, 'turn')}" if done else None)
-
-    def _on_turn_start(self, event: Event) -> None:
-        budget = event.data.get("budget")
-        title = f"Turn {event.turn} / {budget}" if budget else f"Turn {event.turn}"
-        if event.turn > 1:  # the user's message opens the turn, so it comes before the turn's header
-            self._messages.append({"role": "user", "content": CONTINUE})
-        self._turn = self._append("", title=title, status="pending")
-        self._turn_tools = 0
-
-    def _on_step_start(self, event: Event) -> None:
-        self._close_streams()
-
-    def _on_delta(self, event: Event) -> None:
-        kind, text = event.data.get("kind"), event.data.get("text", "")
-        if kind == "retry":  # the stream broke and restarts: what it showed is void
-            for message, _ in self._streams.values():
-                self._remove(message)
-            self._streams.clear()
-            self._dirty.clear()
-            self._append("", title="↻ Stream restarted", status="done", log=_one_line(text, _TITLE_ARGS_CHARS) or None)
-            return
-        if kind not in ("text", "reasoning"):
-            return
+    def _delta(self, kind: str, text: str) -> None:
         if kind not in self._streams:
             message = self._append("", title="Reasoning", status="pending") if kind == "reasoning" \
                 else self._append("")
@@ -83,13 +101,13 @@ class Feed:
         self._streams[kind][1].append(text)
         self._dirty.add(kind)
 
-    def _on_step_end(self, event: Event) -> None:
+    def _step_end(self, event: StepEnd) -> None:
         self._flush()
-        seconds = round(event.data.get("llm_ms", 0) / 1000, 2)
+        seconds = round(event.llm_ms / 1000, 2)
         if "reasoning" in self._streams:
             self._done(self._streams["reasoning"][0], seconds)
         # The response's text is the authority: deltas may have held markup the parser removed.
-        text = str(event.data.get("text") or "").strip()
+        text = event.text.strip()
         streamed = self._streams.get("text")
         if streamed and text:
             streamed[0]["content"] = inert_markdown(text)
@@ -99,65 +117,31 @@ class Feed:
             self._append(inert_markdown(text))
         self._close_streams()
 
-    def _on_tool_start(self, event: Event) -> None:
-        name, arguments = event.data.get("name", "?"), event.data.get("arguments") or {}
-        self._tools[event.data.get("call_id", "")] = self._append(
-            _arguments_block(name, arguments, event.data.get("raw_arguments")),
-            title=_tool_title(name, arguments), status="pending")
-
-    def _on_tool_end(self, event: Event) -> None:
-        data = event.data
-        name, arguments = data.get("name", "?"), data.get("arguments") or {}
-        message = self._tools.pop(data.get("call_id", ""), None)
+    def _tool_end(self, event: ToolEnd) -> None:
+        name, arguments, details = event.name, event.arguments, event.details
+        message = self._tools.pop(event.call_id, None)
         if message is None:  # a feed that joined mid-run, or a replay missing its start
             message = self._append("", title="")
-        details = data.get("details") or {}
-        parts = [_arguments_block(name, arguments, data.get("raw_arguments"))]
+        parts = [_arguments_block(name, arguments, event.raw_arguments)]
         log = None
         # A pause, a stop or a time limit of the run cut the call (cut_by_pause -> "cut by pause").
-        cut = str(data.get("ended") or "").replace("_", " ") if str(data.get("ended")).startswith("cut_by_") else None
+        cut = event.ended.replace("_", " ") if event.ended.startswith("cut_by_") else None
         if name == "bash" and "exit_code" in details:
             programs = ", ".join(details.get("programs") or []) or "none"
             status = cut or ("timed out" if details.get("timed_out") else f"exit code {details['exit_code']}")
             parts.append(f"programs: {programs} · {status}")
             log = "timed out" if details.get("timed_out") else f"exit {details['exit_code']}"
-        elif data.get("is_error"):
+        elif event.is_error:
             log = "error"
-        log = cut or data.get("gist") or log
-        parts.append(_fenced(_clip(str(data.get("preview", "")))))
+        log = cut or event.gist or log
+        parts.append(_fenced(_clip(event.preview)))
         message["content"] = "\n\n".join(parts)
         title = inert_markdown(_tool_title(name, arguments))
-        message["metadata"]["title"] = f"⚠ {title}" if data.get("is_error") else title
+        message["metadata"]["title"] = f"⚠ {title}" if event.is_error else title
         if log:
             message["metadata"]["log"] = inert_markdown(log)
-        self._done(message, round(data.get("duration_ms", 0) / 1000, 2))
+        self._done(message, round(event.duration_ms / 1000, 2))
         self._turn_tools += 1
-
-    def _on_turn_end(self, event: Event) -> None:
-        if self._turn is not None:
-            self._turn["metadata"]["log"] = _plural(self._turn_tools, "tool call")
-            self._done(self._turn, event.data.get("seconds"))
-            self._turn = None
-
-    def _on_compaction(self, event: Event) -> None:
-        data = event.data
-        log = f"{data.get('tokens_before', 0):,} tokens before, summary of {data.get('summary_chars', 0):,} chars"
-        self._append("", title=f"🗜️ Context compacted (#{data.get('compactions', 1)})", status="done", log=log)
-
-    def _on_notice(self, event: Event) -> None:
-        level, message = event.data.get("level", "info"), str(event.data.get("message", ""))
-        if level in _NOTICE_ICONS:  # warnings and errors stay in plain sight
-            self._append(f"{_NOTICE_ICONS[level]} {message}")
-        else:
-            self._append("", title=f"ℹ️ {_one_line(message, 200)}", status="done")
-
-    def _on_stop(self, event: Event) -> None:
-        for message in list(self._pending.values()):  # a stop can cut a step or a turn short
-            self._done(message, None)
-        self._close_streams()
-        reason, turns = event.data.get("reason", "?"), event.data.get("turns", event.turn)
-        icon = "✅" if event.data.get("done") else "⏹️"
-        self._append(f"{icon} Stopped: {reason} after {_plural(turns, 'turn')}")
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import gradio as gr
 
-from searchbox.records.events import Event, load_events
+from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS
@@ -44,11 +44,6 @@ SHOW_RUN_ON_A_PHONE = """(...inputs) => {
   return inputs;
 }"""
 NO_RUN_YET = "*The activity of a run (every tool call as it happens), its answer and its sources appear here.*"
-
-
-def _event_key(event: Event) -> tuple:
-    """What identifies an event both live and as read back from events.jsonl (elapsed is rounded there)."""
-    return event.type, event.turn, event.step, round(event.elapsed, 3)
 
 
 def example_questions(limit: int = 6) -> list[str]:
@@ -209,12 +204,13 @@ class RunView:
         settings = self.services.store.settings_for(record, self.services.settings) if record else self.services.settings
         feed = Feed(question)
         dashboard = Dashboard(context_window=settings.context_window, budget=settings.turn_budget)
-        recorded: set[tuple] = set()
+        recorded = 0  # the seq of the last event the replay showed: the stream's events up to it are shown already
         if replay:
-            for event in await asyncio.to_thread(load_events, job_dir):
+            replayed = await asyncio.to_thread(load_events, job_dir)
+            for event in replayed:
                 feed.add(event)
                 dashboard.add(event)
-                recorded.add(_event_key(event))
+            recorded = last_seq(replayed)
         problems = Problems()
         values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
         yield self._update(job_id, self._status(job_id), feed, {**values, **panels.hide_downloads()}, problems)
@@ -222,11 +218,11 @@ class RunView:
         answer_stale = False
         while True:
             events, ended = await _drain(subscription, 0.5)
-            events = [e for e in events if _event_key(e) not in recorded]
+            events = [e for e in events if e.seq > recorded]
             for event in events:
                 feed.add(event)
                 dashboard.add(event)
-                answer_stale = answer_stale or event.type in ("turn_end", "tool_end")
+                answer_stale = answer_stale or isinstance(event, (TurnEnd, ToolEnd))
             now = time.monotonic()
             if ended:
                 current = self.services.store.get(job_id)
