@@ -144,11 +144,12 @@ def _without_clock(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in _CLOCK_KEYS}
 
 
-def _story(job_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+def _story(job_dir: Path, crashed: frozenset[str] = frozenset()) -> list[tuple[str, dict[str, Any]]]:
     """What the run's recorded events say happened, less the clock and less the marks an interruption
     leaves: a resumption's run_start, the turn_start that reopens the turn it stopped in, a step or a
     tool call started again because the stop came before its response or result, and the stop of
-    every part but the last."""
+    every part but the last. The result of a call in `crashed` (the app died while it ran; it is not run
+    again) is compared by which call it ended, not by what it held."""
     events = load_events(job_dir)
     story: list[tuple[str, dict[str, Any]]] = []
     turns_started: set[int] = set()
@@ -169,13 +170,15 @@ def _story(job_dir: Path) -> list[tuple[str, dict[str, Any]]]:
                 continue
             turns_started.add(event.turn)
         row = {k: v for k, v in event.to_row().items() if k not in _EVENT_CLOCK_KEYS}
+        if isinstance(event, ToolEnd) and event.call_id in crashed:
+            row = {k: row[k] for k in ("call_id", "name", "arguments")}
         if isinstance(event, ToolStart) and story and story[-1] == (event.type, row):
             continue  # the tool started before the stop never ended: it runs again, from the start
         story.append((event.type, row))
     return story
 
 
-def _assert_same_records(job_dir: Path, whole: Path) -> None:
+def _assert_same_records(job_dir: Path, whole: Path, crashed: frozenset[str] = frozenset()) -> None:
     whole_turns = read_jsonl(whole / "turns.jsonl")
     assert [row["tool_calls"] for row in whole_turns] == [3, 4]
     assert whole_turns[-1]["tokens"]["output"] == 5 + 5 + 5 + 40 + 12 + 5 + 14  # the compaction call's 40 included
@@ -185,7 +188,7 @@ def _assert_same_records(job_dir: Path, whole: Path) -> None:
     for key in ("stop_reason", "turns", "tokens", "tool_calls", "tool_counts", "citations"):
         assert meta[key] == whole_meta[key], key
     assert read_json(job_dir / "timing.json")["compactions"] == 1
-    assert _story(job_dir) == _story(whole)
+    assert _story(job_dir, crashed) == _story(whole, crashed)
     seqs = [event.seq for event in load_events(job_dir)]
     assert seqs == sorted(set(seqs)) and seqs[0] == 1  # numbered on across every part of the run
 
@@ -215,7 +218,10 @@ def test_a_run_killed_and_restarted_from_disk_leaves_the_records_of_one_never_st
     job_dir, reasons = _killed_and_restarted(tmp_path, kill_type, kill_n)
     assert reasons == ["budget_spent"]
     assert not any(isinstance(e, Stop) for e in load_events(job_dir)[:-1])  # the killed part left no stop
-    _assert_same_records(job_dir, uninterrupted)
+    # Killed inside a tool call: the call is not run again (it may be what killed the app); its result says so.
+    crashed = frozenset(e.call_id for e in load_events(job_dir) if isinstance(e, ToolEnd) and e.ended == "cut_by_crash")
+    assert len(crashed) == (kill_type == "tool_start")
+    _assert_same_records(job_dir, uninterrupted, crashed)
 
 
 def test_a_preempted_run_leaves_the_records_of_one_never_stopped(uninterrupted: Path, tmp_path: Path) -> None:
