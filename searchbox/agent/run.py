@@ -56,7 +56,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     workspace = Workspace.open(job_dir, settings)
     toolbox = RunToolbox(workspace, settings)
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
-                           workspace.ledger.ids, workspace.save_ledger)
+                           workspace.check_citations, workspace.save_ledger)
     bus = EventBus(job_dir / "events.jsonl", [recorder, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit("notice", level="warning", message=note)

@@ -1,6 +1,6 @@
 """Scoring a finished run against one question of a question set (SPEC 4).
 
-A score record holds must-fact recall (fuzzy wording, exact numbers: see facts.py) and the
+A score record holds must-fact recall (fuzzy wording, exact numbers: see records/facts.py) and the
 verdict it implies, citation validity against the run's source ledger, citation precision and
 recall against the question's gold files, for a negative question whether the false premise was
 corrected, and, when a judge model is given, the judge's verdict with its prompt and raw reply.
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from searchbox.evaluation.facts import fact_present
+from searchbox.records.facts import fact_present
 from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
 from searchbox.records.citations import cited_ids

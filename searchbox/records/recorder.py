@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.records.events import DONE_REASONS, Event, dispatch
-from searchbox.records.citations import check_citations
 from searchbox.records.files import append_jsonl, read_json, write_json
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
@@ -22,11 +21,11 @@ ANSWER_PATH = Path("work") / "ANSWER.md"
 
 class RunRecorder:
     def __init__(self, job_dir: Path, settings: Settings, run_info: Callable[[], dict[str, Any]],
-                 ledger_ids: Callable[[], set[str]], save_ledger: Callable[[], None]) -> None:
+                 check_citations: Callable[[str], dict[str, Any]], save_ledger: Callable[[], None]) -> None:
         self.job_dir = job_dir
         self.settings = settings
         self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
-        self.ledger_ids = ledger_ids
+        self.check_citations = check_citations  # the answer's citations against the ledger and their sources
         self.save_ledger = save_ledger
         self.stats = RunStats.from_timing(read_json(job_dir / "timing.json", {}) or {})
         self.tokens: dict[str, int] = {}
@@ -94,7 +93,7 @@ class RunRecorder:
             "tool_counts": dict(self.stats.tools),
             "bash_programs": dict(self.stats.programs),
             "elapsed_seconds": round(self.stats.wall_ms / 1000, 3),
-            "citations": check_citations(text, self.ledger_ids()),
+            "citations": self.check_citations(text),
             **self.run_info(),
             "config": self.settings.as_config(),
         })

@@ -44,9 +44,7 @@ class RetrievalEngine:
 
     @classmethod
     def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None) -> RetrievalEngine:
-        cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
-        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache)
-        return cls(corpus, settings, encoder)
+        return cls(corpus, settings, job_encoder(settings, seed_caches))
 
     # -- building blocks -------------------------------------------------------------------
 
@@ -129,6 +127,12 @@ class RetrievalEngine:
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
         return self.reranker().score(query, documents)
+
+
+def job_encoder(settings: Settings, seed_caches: list[Path] | None = None) -> Encoder:
+    """The settings' embedder behind the disk cache; the model loads on the first text not cached."""
+    cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
+    return Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache)
 
 
 def _top(ids: list[int], scores: np.ndarray, k: int) -> list[Hit]:
