@@ -68,7 +68,8 @@ class AgentLoop:
         self.bus = bus
         self.control = control or RunControl()
         self.session = Session.load(job_dir / "session.jsonl")
-        self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
+        self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()),
+                                    quotes=settings.citation_quotes)
         self.state = LoopState(turn=len(read_jsonl(job_dir / "turns.jsonl")), tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._recent_calls: list[str] = []
