@@ -102,6 +102,8 @@ def test_a_chunk_source_is_its_characters_of_the_extracted_text(builtin_job: Pat
     ("$118.40", "amount", "US$118.4 per unit", True),
     ("$118", "amount", "$118.40 per unit", False),  # written without a scale or decimals: exact
     ("€22,400", "amount", "EUR 22400", True),
+    ("$25.9 million", "amount", "(In thousands of US dollars)\nCash | 25,870 | 24,310", True),
+    ("$25.9 million", "amount", "Cash | 25,870 | 24,310", False),  # not said to be in thousands
     ("May 31, 2028", "date", "Expiration: 31 May 2028", True),
     ("2028-05-31", "date", "Expiration: 31 May 2028", True),
     ("31 May 2029", "date", "Expiration: 31 May 2028", False),

@@ -44,6 +44,8 @@ _PERCENT = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b|per cent\b
 _NUMBER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?:\s?(?:thousand|million|billion|mn|bn)\b)?(?![\w])")
 _SCALE = {"thousand": 3, "k": 3, "million": 6, "mn": 6, "m": 6, "billion": 9, "bn": 9, "b": 9}
 _WRITTEN = re.compile(r"(\d[\d,]*)(?:\.(\d+))?\s?(thousand|million|billion|mn|bn|[kmb])?\b", re.I)
+# Statements that say their figures are in thousands or millions: "$25.9 million" holds their "25,870".
+_IN_UNITS = (re.compile(r"\bin thousands\b|\$\s?000s?\b|\bUSD\s?000s?\b", re.I), re.compile(r"\bin millions\b", re.I))
 _WORD = r"[A-Z][\w&'’\-]*"
 _NAME = re.compile(rf"\b{_WORD}(?:(?:\s+(?:of|&|de|for|the))*\s+{_WORD})*")  # "and" parts two names
 # Capitalised for grammar, not because they name something.
@@ -234,7 +236,8 @@ def _score(support: Support | None, sentence: str, text: str) -> float | None:
 
 
 def _rounded_in(fact: Fact, source: str) -> bool:
-    """An amount or percentage the answer rounded: "$48.2 million" holds 48,213,000, "17%" 17.3%."""
+    """An amount or percentage the answer rounded: "$48.2 million" holds 48,213,000, "17%" 17.3%, and a
+    statement "in thousands" holds "$25.9 million" as 25,870."""
     written = _WRITTEN.search(fact.text)
     if written is None:
         return False
@@ -246,7 +249,9 @@ def _rounded_in(fact: Fact, source: str) -> bool:
     half_unit = Decimal(5).scaleb(scale - decimals - 1)
     tokens = normalize(source).split()
     candidates = [t for i, t in enumerate(tokens) if fact.kind != "percent" or tokens[i + 1:i + 2] == ["%"]]
-    return any(abs(Decimal(n) - value) <= half_unit for n in numbers(" ".join(candidates)))
+    units = [0] + [3 * (k + 1) for k, said in enumerate(_IN_UNITS) if fact.kind == "amount" and said.search(source)]
+    return any(abs(Decimal(n).scaleb(unit) - value) <= half_unit
+               for n in numbers(" ".join(candidates)) for unit in units)
 
 
 def _is_proper(word: str) -> bool:
