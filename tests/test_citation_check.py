@@ -214,3 +214,21 @@ def test_a_reason_cannot_break_out_of_its_tooltip() -> None:
     checks = [{"id": "s1", "occurrence": 0, "verdict": "unsupported", "reason": 'in none: "><img src=x onerror=alert(1)>'}]
     html = render_answer('It was "><img src=x> [s1 "a <quote>"].', [{"id": "s1"}], checks)
     assert "<img" not in html and "&quot;&gt;&lt;img" in html and "“a &lt;quote&gt;”" in html
+
+
+def test_a_huge_answer_or_source_is_checked_only_so_far(builtin_job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from searchbox.records import citation_check
+    from searchbox.tools import source_text
+
+    monkeypatch.setattr(citation_check, "MAX_CHECKS", 2)
+    record = workspace(builtin_job, s1=(LEASE, 1, 30)).check_citations(
+        "It ends on 31 May 2028 [s1]. Rent is $23.50 [s1]. It ends in May 2028 [s1]. Again 31 May 2028 [s1].")
+    assert verdicts(record)[:2] == [("s1", "supported"), ("s1", "supported")]
+    assert [c["reason"] for c in record["checks"][2:]] == ["past the first 2 citations of the answer"] * 2
+
+    monkeypatch.setattr(source_text, "MAX_TEXT_BYTES", 1000)
+    (builtin_job / "work" / "notes.md").write_text("x" * 5000 + "\nThe lease ends on 31 May 2028.\n")
+    ws = workspace(builtin_job)
+    ws.ledger.cite_range("notes.md", 2, 2, "")  # a line past the part of the file that is read
+    record = ws.check_citations("It ends on 31 May 2028 [s1].")
+    assert record["checks"][0]["verdict"] == "unchecked" and "are not in its first" in record["checks"][0]["reason"]

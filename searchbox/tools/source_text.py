@@ -6,7 +6,6 @@ A chunk is its characters of the file's extracted text; a range is its lines of 
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,8 @@ from searchbox.tools.catalog import ToolArgumentError
 from searchbox.tools.paths import DATAROOM_DIR, confine, open_regular
 from searchbox.tools.sources import Source
 
+# The most of a text file a range is looked for in: a file the agent wrote may be huge, or one endless line.
+MAX_TEXT_BYTES = 8 * 2**20
 Extracted = Callable[[str], ExtractedFile]  # a dataroom file's extraction, by its path relative to work/
 
 
@@ -34,10 +35,15 @@ def source_text(work_dir: Path, source: Source, extracted: Extracted) -> str:
         return "\n".join(found.shown_text.split("\n")[_lines(source)])
     try:
         target = confine(work_dir, source.path)
-        with os.fdopen(open_regular(target, source.path), "r", encoding="utf-8", errors="replace") as handle:
-            return "".join(itertools.islice(handle, (source.start or 1) - 1, source.end))
+        with os.fdopen(open_regular(target, source.path), "rb") as handle:
+            head = handle.read(MAX_TEXT_BYTES)
     except (ToolArgumentError, OSError) as exc:
         raise UnreadableSource(f"{source.path}: {exc}") from None
+    lines = head.decode("utf-8", "replace").splitlines(keepends=True)[_lines(source)]
+    if not lines:
+        raise UnreadableSource(f"{source.path}: lines {source.start}-{source.end} are not in its first "
+                               f"{MAX_TEXT_BYTES:,} bytes")
+    return "".join(lines)
 
 
 def _lines(source: Source) -> slice:
