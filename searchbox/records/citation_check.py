@@ -237,7 +237,7 @@ def _score(support: Support | None, sentence: str, text: str) -> float | None:
     if support is None or not text.strip():
         return None
     scores = support(sentence, passages(sentence, text))
-    return round(max(scores), 4) if len(scores) else None
+    return round(float(max(scores)), 4) if len(scores) else None
 
 
 def _rounded_in(fact: Fact, source: str) -> bool:
