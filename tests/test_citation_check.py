@@ -122,16 +122,17 @@ def test_a_sentence_yields_its_dates_amounts_percentages_numbers_and_names() -> 
 
 
 def test_citations_are_parsed_per_sentence_with_their_quotes() -> None:
-    answer = ("# Findings\n- The term ends on 31 March 2025. [s1]\n"
+    answer = ("# Findings\n- The term ends on 31 March 2025. [s1] It renews for two years.\n[s5]\n"
               "- Fees rose 3% (e.g. in Fig. 2) [s2, s3 \u201cincrease of 3%\u201d].\n\n"
               "| customer | ARR |\n|---|---|\n| Harwick | $1.2M [s4] |\n")
     sentences = citing_sentences(answer)
     assert [(s.text, [(c.id, c.quote, c.occurrence) for c in s.citations]) for s in sentences] == [
         ("The term ends on 31 March 2025", [("s1", None, 0)]),
+        ("It renews for two years", [("s5", None, 0)]),
         ("Fees rose 3% (e.g. in Fig. 2)", [("s2", None, 0), ("s3", "increase of 3%", 0)]),
         ("Harwick ; $1.2M", [("s4", None, 0)]),
     ]
-    assert cited_ids(answer) == ["s1", "s2", "s3", "s4"]
+    assert cited_ids(answer) == ["s1", "s5", "s2", "s3", "s4"]
 
 
 def test_a_quoted_citation_holds_only_when_the_quote_is_in_the_source(builtin_job: Path) -> None:

@@ -21,7 +21,7 @@ _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|no|inc|ltd|co|corp|
                            r"|\b[A-Z])\.$", re.I)
 _LIST_OR_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_ONLY_MARKERS = re.compile(rf"^(?:\s*{MARKER.pattern}[\s.,;:]*)+$")
+_LEADING_MARKERS = re.compile(rf"^(?:\s*{MARKER.pattern}[\s.,;:]*)+")
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,13 @@ def citing_sentences(answer: str) -> list[CitingSentence]:
     counter = _Occurrences()
     sentences: list[tuple[str, list[Citation]]] = []
     for piece in _pieces(answer):
+        leading = _LEADING_MARKERS.match(piece)
+        if leading and sentences:
+            sentences[-1][1].extend(counter.citations(leading[0]))
+            piece = piece[leading.end():]
         found = counter.citations(piece)
         text = " ".join(MARKER.sub(" ", piece).split()).strip(" .,;:")
-        if found and (not text or _ONLY_MARKERS.match(piece)) and sentences:
-            sentences[-1][1].extend(found)
-        elif text or found:
+        if text or found:
             sentences.append((text, found))
     return [CitingSentence(text, tuple(cites)) for text, cites in sentences if cites and text]
 
