@@ -91,7 +91,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     citations = meta.get("citations", {})
     print(f"\nstop reason: {reason}; turns {meta.get('turns')}/{settings.turn_budget}; "
           f"tokens {tokens.get('input', 0):,} in / {tokens.get('output', 0):,} out; tool calls: {tools}")
-    print(f"citations: {citations.get('valid', 0)} valid, {citations.get('invalid', 0)} invalid")
+    print(f"citations: {citations.get('valid', 0)} valid, {citations.get('invalid', 0)} invalid; checked against "
+          f"their sources: {citations.get('supported', 0)} supported, {citations.get('unsupported', 0)} unsupported, "
+          f"{citations.get('unchecked', 0)} unchecked")
     if answer.exists():
         print(f"answer ({answer}):\n{answer.read_text(encoding='utf-8')[:2000]}")
     return 0 if meta.get("done") else 1

@@ -132,6 +132,10 @@ class Settings:
         "or not on offer: any tool); unless set, the built-in runtime's model preset fits it (search_dataroom for "
         "the packaged models)"
     )
+    citation_quotes: bool = knob(
+        False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "
+        "in its source makes the citation unsupported"
+    )
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")
     bash_sandbox: str = knob(

@@ -3,18 +3,28 @@ the catalog tools run against. The CLI and the app build tool contexts the same 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from searchbox.builtin import BUILTIN_VECTORS
 from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
+from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
+from searchbox.records.citation_check import answer_digest, check_answer, citation_record
+from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
-from searchbox.retrieval.engine import RetrievalEngine
+from searchbox.retrieval.encoder import Encoder
+from searchbox.retrieval.engine import RetrievalEngine, job_encoder
 from searchbox.settings import Settings
+from searchbox.tools.paths import DATAROOM_DIR
 from searchbox.tools.retrieval_tools import ToolContext
+from searchbox.tools.source_text import source_text
 from searchbox.tools.sources import SourceLedger
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -25,6 +35,9 @@ class Workspace:
     cancel: CancelToken | None = None  # the run's: cuts the dataroom's extraction and embedding
     _corpus: Corpus | None = None
     _engine: RetrievalEngine | None = None
+    _encoder: Encoder | None = None
+    _support_error: str | None = None
+    _checked: tuple[str, int, dict[str, Any]] | None = None  # (answer digest, ledger size, record)
 
     @classmethod
     def create(cls, job_dir: Path, source: Path, settings: Settings) -> Workspace:
@@ -55,9 +68,15 @@ class Workspace:
     @property
     def engine(self) -> RetrievalEngine:
         if self._engine is None:
-            self._engine = RetrievalEngine.for_corpus(self.corpus, self.settings, seed_caches=[BUILTIN_VECTORS],
-                                                      cancel=self.cancel)
+            self._engine = RetrievalEngine(self.corpus, self.settings, self.encoder)
         return self._engine
+
+    @property
+    def encoder(self) -> Encoder:
+        """The run's embedder (loaded on first use), shared by retrieval and the citation checker."""
+        if self._encoder is None:
+            self._encoder = job_encoder(self.settings, seed_caches=[BUILTIN_VECTORS], cancel=self.cancel)
+        return self._encoder
 
     @property
     def loaded_engine(self) -> RetrievalEngine | None:
@@ -69,3 +88,41 @@ class Workspace:
 
     def save_ledger(self) -> None:
         self.folder.write_sources(self.ledger.rows())
+
+    def check_citations(self, answer: str) -> dict[str, Any]:
+        """What run_meta.json records under "citations": the answer's ids against the ledger, and each citation checked
+        against its source's text (records/citation_check.py). Redone only when the answer or the ledger changed."""
+        sources = {s.id: s for s in self.ledger.sources()}
+        digest = answer_digest(answer)
+        if self._checked is not None and self._checked[:2] == (digest, len(sources)):
+            return self._checked[2]
+        extractions: dict[str, ExtractedFile] = {}
+
+        def extracted(path: str) -> ExtractedFile:
+            if path not in extractions:
+                rel = path.removeprefix(DATAROOM_DIR + "/")
+                loaded = self._corpus.file(rel) if self._corpus is not None else None
+                extractions[path] = loaded or extract_file(self.work_dir / DATAROOM_DIR, rel)
+            return extractions[path]
+
+        ids = cited_ids(answer)
+        checks = check_answer(answer, set(sources), lambda i: source_text(self.work_dir, sources[i], extracted),
+                              self._support)
+        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks,
+                                 self.encoder.model_name if self._support_error is None else None)
+        if self._support_error is not None:
+            record["score_error"] = self._support_error
+        self._checked = (digest, len(sources), record)
+        return record
+
+    def _support(self, sentence: str, passages: list[str]) -> list[float]:
+        """Cosine of the sentence (as a query) with each passage; none once the embedder has failed."""
+        if self._support_error is not None:
+            return []
+        try:
+            query = self.encoder.encode([sentence], "query")[0]
+            return [float(v) for v in self.encoder.encode(passages, "passage") @ query]
+        except Exception as exc:  # no embedder here (an API without a key, weights missing): checks go on without scores
+            log.warning("citation support scores are off: %s", exc)
+            self._support_error = f"{type(exc).__name__}: {exc}"
+            return []

@@ -117,10 +117,13 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
 
     scores = {r["question_id"]: r["score"] for r in rows[:3]}
     assert scores["lease"] == {"verdict": "correct", "fact_recall": 1.0, "citation_validity": 1.0,
-                               "citation_precision": 1.0, "citation_recall": 1.0, "premise_corrected": None}
+                               "citation_precision": 1.0, "citation_recall": 1.0, "citation_supported": 1.0,
+                               "premise_corrected": None}
     assert scores["leave"]["verdict"] == "partial" and scores["leave"]["fact_recall"] == 0.5
+    # Nothing in "Hosting went up because of encryption" to look up, and the security notes score low: unchecked.
     assert scores["dublin"] == {"verdict": "wrong", "fact_recall": 0.0, "citation_validity": 1.0,
-                                "citation_precision": 0.0, "citation_recall": 0.0, "premise_corrected": False}
+                                "citation_precision": 0.0, "citation_recall": 0.0, "citation_supported": 0.0,
+                                "premise_corrected": False}
 
     summary = read_json(baseline / "summary.json")
     assert summary["runs"] == 6 and [e["entry"] for e in summary["entries"]] == ["kw-b1", "none-b2f"]

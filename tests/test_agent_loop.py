@@ -83,7 +83,11 @@ def test_one_turn_with_tools_writes_every_record(job, tmp_path: Path) -> None:
     meta = read_json(job_dir / "run_meta.json")
     assert meta["stop_reason"] == "first_turn_done" and meta["done"] and meta["turns"] == 1
     assert meta["tool_calls"] == 2 and meta["tool_counts"] == {"ls": 1, "read": 1}
-    assert meta["citations"] == {"cited": ["s1"], "valid": 1, "invalid": 0, "invalid_ids": []}
+    citations = meta["citations"]
+    assert {k: citations[k] for k in ("cited", "valid", "invalid", "invalid_ids")} == \
+        {"cited": ["s1"], "valid": 1, "invalid": 0, "invalid_ids": []}
+    # The lease file holds the date the answer gives: the citation is checked and supported.
+    assert citations["supported"] == 1 and citations["checks"][0]["matched"] == ["31 March 2029"]
     assert meta["config"]["LLAMA_URL"] == url and meta["airgap"] in ("netns", "none")
     # Token totals are the sums over the session file.
     assert meta["tokens"] == {"input": 1320, "output": 22, "cacheRead": 0, "cacheWrite": 0, "total": 1342}

@@ -167,7 +167,11 @@ def test_a_grep_only_run_cites_what_it_found_and_the_panels_show_it(tmp_path: Pa
     assert requests[2][-1] == {"role": "user", "content": CITE_SOURCES}  # the loop saw that grep showed sources
     meta = read_json(job_dir / "run_meta.json")
     assert meta["tool_counts"] == {"grep": 1}
-    assert meta["citations"] == {"cited": ["s1"], "valid": 1, "invalid": 0, "invalid_ids": []}
+    citations = meta["citations"]
+    assert {k: citations[k] for k in ("cited", "valid", "invalid", "invalid_ids")} == \
+        {"cited": ["s1"], "valid": 1, "invalid": 0, "invalid_ids": []}
+    # The grepped line holds the date: the citation is checked against it and supported.
+    assert [(c["id"], c["verdict"], c["matched"]) for c in citations["checks"]] == [("s1", "supported", ["31 March 2029"])]
     sources = JobFolder(job_dir).read_sources()
     assert [(s["id"], s["kind"], s["path"], s["start"], s["end"]) for s in sources] == [
         ("s1", "range", "dataroom/legal/lease.txt", 1, 1)]

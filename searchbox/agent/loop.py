@@ -69,7 +69,8 @@ class AgentLoop:
         self.bus = bus
         self.control = control or RunControl()
         self.session = Session.load(self.folder.session)
-        self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()))
+        self.system = system_prompt(bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()),
+                                    quotes=settings.citation_quotes)
         self.state = LoopState(turn=len(self.folder.read_turns()), step=self.session.responses(),
                                tool_calls=self.session.tool_results())
         self.started = time.monotonic()

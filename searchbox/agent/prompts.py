@@ -22,6 +22,10 @@ actually used by their ids, e.g. "Revenue grew 17% [s3].". Never invent an id.
 - When you are done, reply with the final answer in Markdown with citations; it is saved as `ANSWER.md` in \
 the working directory (or write that file yourself; `dataroom/` is read-only)."""
 
+# CITATION_QUOTES=on: a quote lets the checker hold the citation to words the source really has.
+CITE_WITH_QUOTES = ("\n- Put a short quote (a few words copied exactly from the source) in each citation, "
+                    "e.g. \"The term ends on 31 March 2025 [s3 \"ends on 31 March 2025\"].\"")
+
 # A run may offer no bash (a host with no confining sandbox): the prompt must not promise it.
 TOOLS_WITH_BASH = "There is no network. Use any tools, or build your own with bash (python3 is available)."
 TOOLS_WITHOUT_BASH = "There is no network. Use the tools you are given."
@@ -53,7 +57,7 @@ Keep every fact, number, file path and source id ([sN]) that the answer may need
 COMPACTED_PREFIX = "The earlier part of this session was summarized to save context:\n\n"
 
 
-def system_prompt(today: dt.date | None = None, *, bash: bool = True) -> str:
+def system_prompt(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False) -> str:
     task = TASK_BLOCK.format(date=(today or dt.date.today()).isoformat(),
                              tools_line=TOOLS_WITH_BASH if bash else TOOLS_WITHOUT_BASH)
-    return f"{HARNESS}\n\n{task}"
+    return f"{HARNESS}\n\n{task}{CITE_WITH_QUOTES if quotes else ''}"

@@ -58,7 +58,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     toolbox = RunToolbox(workspace, settings)
     recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
-                           workspace.ledger.ids, workspace.save_ledger)
+                           workspace.ledger.ids, workspace.check_citations, workspace.save_ledger)
     bus = EventBus(folder.events, [recorder, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))

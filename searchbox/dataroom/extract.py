@@ -65,6 +65,12 @@ class ExtractedFile:
     def text(self) -> str:
         return "\n\n".join(s.text for s in self.segments)
 
+    @property
+    def shown_text(self) -> str:
+        """The text as `read` shows it, each page or sheet under its label: labels let the model say
+        where a fact is, and a cited range of lines is a range of this text."""
+        return "\n\n".join(f"[{s.label}]\n{s.text}" if s.label else s.text for s in self.segments)
+
 
 class SkipFile(Exception):
     """Raised by an extractor for a file it should not index (e.g. binary data under .txt)."""

@@ -192,6 +192,7 @@ def build_row(entry: MatrixEntry, question: Question, job_dir: Path, out: Path) 
             "citation_validity": citations["validity"],
             "citation_precision": citations["precision"],
             "citation_recall": citations["recall"],
+            "citation_supported": citations["supported_rate"],
             "premise_corrected": score["premise"]["corrected"] if score["premise"] is not None else None,
         },
         "job_dir": job_dir.relative_to(out).as_posix(),

@@ -23,9 +23,10 @@ from searchbox.evaluation import report_charts as charts
 from searchbox.evaluation.files import RESULTS, RETRIEVAL, SWEEP, VERDICT_POINTS
 from searchbox.records.files import read_json, read_jsonl
 
-SUMMARY_COLUMNS = ["entry", "runs", "accuracy", "fact recall", "citation precision", "turns", "tokens", "wall s"]
+SUMMARY_COLUMNS = ["entry", "runs", "accuracy", "fact recall", "citation validity", "citation precision",
+                   "supported citations", "turns", "tokens", "wall s"]
 _NUMERIC = ["budget", "turns", "tool_calls", "wall_s", "accuracy", "score.fact_recall", "score.citation_validity",
-            "score.citation_precision", "score.citation_recall", "tokens.input", "tokens.output",
+            "score.citation_precision", "score.citation_recall", "score.citation_supported", "tokens.input", "tokens.output",
             "tokens.cacheRead", "tokens.cacheWrite", "tokens.total"]
 _BASE = {"entry": "", "question_id": "", "type": None, "overrides": None, "budget": None, "force_budget": False,
          "turns": None, "tool_calls": None, "tool_counts": None, "bash_programs": None, "wall_s": None}
@@ -83,17 +84,21 @@ def strip_budget(entry: str, budget: int | None) -> str:
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per entry, in sweep order: runs and the mean accuracy, fact recall, citation precision, turns,
-    tokens and wall seconds of a run."""
+    """Per entry, in sweep order: runs and the mean accuracy, fact recall, citation validity, citation
+    precision, supported citations (the share the checker found their sources support), turns, tokens
+    and wall seconds of a run."""
     if df.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     groups = df.groupby("entry", sort=False)
     table = pd.DataFrame({
         "runs": groups.size(), "accuracy": groups["accuracy"].mean(), "fact recall": groups["score.fact_recall"].mean(),
-        "citation precision": groups["score.citation_precision"].mean(), "turns": groups["turns"].mean(),
+        "citation validity": groups["score.citation_validity"].mean(),
+        "citation precision": groups["score.citation_precision"].mean(),
+        "supported citations": groups["score.citation_supported"].mean(), "turns": groups["turns"].mean(),
         "tokens": groups["tokens.total"].mean(), "wall s": groups["wall_s"].mean(),
     }).reset_index()
-    return table.round({"accuracy": 3, "fact recall": 3, "citation precision": 3, "turns": 1, "tokens": 0, "wall s": 1})
+    return table.round({"accuracy": 3, "fact recall": 3, "citation validity": 3, "citation precision": 3,
+                        "supported citations": 3, "turns": 1, "tokens": 0, "wall s": 1})
 
 
 def report_figures(df: pd.DataFrame | None, retrieval: dict[str, Any] | None) -> dict[str, go.Figure]:

@@ -1,7 +1,9 @@
 """Scoring a finished run against one question of a question set (SPEC 4).
 
-A score record holds must-fact recall (fuzzy wording, exact numbers: see facts.py) and the
-verdict it implies, citation validity against the run's source ledger, citation precision and
+A score record holds must-fact recall (fuzzy wording, exact numbers: see records/facts.py) and the
+verdict it implies, citation validity against the run's source ledger, each citation's check against
+its source (supported / unsupported / unchecked: records/citation_check.py, as run_meta.json recorded it
+or, for a run recorded before checks or whose answer changed since, checked again), citation precision and
 recall against the question's gold files, for a negative question whether the false premise was
 corrected, and, when a judge model is given, the judge's verdict with its prompt and raw reply.
 Ratios whose denominator is zero (no citations, no gold files) are None, not 0: nothing to measure.
@@ -13,11 +15,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from searchbox.evaluation.facts import fact_present
+from searchbox.records.facts import fact_present
 from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
+from searchbox.records.citation_check import VERDICTS, answer_digest
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
+from searchbox.settings import Settings
+from searchbox.workspace import Workspace
 
 __all__ = ["CORRECTION_PHRASES", "fact_present", "format_score", "score_run"]
 
@@ -26,6 +31,7 @@ CORRECTION_PHRASES = ("did not", "didn't", "does not", "doesn't", "was not", "we
                       "no record", "no evidence", "incorrect", "not correct", "actually", "there is no",
                       "there are no", "there was no", "contrary to")
 _CORRECTION = re.compile(r"\b(" + "|".join(re.escape(p) for p in CORRECTION_PHRASES) + r")\b")
+_EMBEDDER_KNOBS = ("EMBED_MODEL", "EMBED_BACKEND", "EMBED_DTYPE", "EMBED_DEVICE", "SEARCHBOX_CACHE_DIR")
 _DATAROOM_PREFIX = "dataroom/"  # ledger paths are relative to the work folder, gold files to the dataroom
 
 
@@ -53,13 +59,28 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     else:
         score["reason"] = f"{present} of {len(facts)} facts present"
 
-    score["citations"] = citation_scores(text, ledger, question["gold_files"])
+    score["citations"] = citation_scores(text, ledger, question["gold_files"], checked_citations(job_dir, text))
     score["premise"] = premise_correction(text, facts) if question["type"] == "negative" else None
     score["judge"] = judge_answer(judge, question, text) if judge is not None and score["answer_found"] else None
     return score
 
 
-def citation_scores(answer: str, ledger: dict[str, str], gold_files: list[str]) -> dict[str, Any]:
+def checked_citations(job_dir: Path, answer: str) -> dict[str, Any]:
+    """The run's citation checks: run_meta.json's when they were made on this answer, else made now
+    with the embedder the run used (its config.json); without that embedder, facts only."""
+    folder = JobFolder(job_dir)
+    recorded = folder.read_meta().get("citations") or {}
+    if recorded.get("answer_sha256") == answer_digest(answer) and "checks" in recorded:
+        return recorded
+    config = folder.read_config()
+    embedder = {k.lower(): config[k] for k in _EMBEDDER_KNOBS if k in config}
+    return Workspace.open(job_dir, Settings.resolve(**embedder)).check_citations(answer)
+
+
+def citation_scores(answer: str, ledger: dict[str, str], gold_files: list[str],
+                    checked: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validity against the ledger, precision and recall against the gold files and, given the run's
+    checks, how many citations their sources support (the rate: supported of all checked)."""
     cited = cited_ids(answer)
     valid = [i for i in cited if i in ledger]
     gold = set(gold_files)
@@ -76,6 +97,9 @@ def citation_scores(answer: str, ledger: dict[str, str], gold_files: list[str]) 
         "recall": len(gold_cited) / len(gold) if gold else None,
         "gold_cited": gold_cited,
         "gold_missed": [g for g in gold_files if g not in gold_cited],
+        **{verdict: (checked or {}).get(verdict, 0) for verdict in VERDICTS},
+        "supported_rate": (checked or {}).get("supported_rate"),
+        "checks": (checked or {}).get("checks", []),
     }
 
 
@@ -103,6 +127,12 @@ def format_score(score: dict[str, Any]) -> str:
                  + f"; precision {_ratio(c['precision'])}, recall {_ratio(c['recall'])} of gold files")
     if c["gold_missed"]:
         lines.append(f"  gold files not cited: {', '.join(c['gold_missed'])}")
+    if c["checks"]:
+        lines.append(f"checked against their sources: {c['supported']} supported, {c['unsupported']} unsupported, "
+                     f"{c['unchecked']} unchecked; supported rate {_ratio(c['supported_rate'])}")
+        for check in c["checks"]:
+            if check["verdict"] != "supported":
+                lines.append(f"  {check['verdict']:<11} [{check['id']}] {check['sentence'][:90]}: {check['reason']}")
     if score["premise"] is not None:
         p = score["premise"]
         how = f" (rule: {p['rule']}{': ' + repr(p['phrase']) if p['phrase'] else ''})" if p["corrected"] else ""

@@ -124,6 +124,9 @@ class JobFolder:
     def write_timing(self, timing: dict[str, Any]) -> None:
         self._write_object(self.timing, timing)
 
+    def read_config(self) -> dict[str, Any]:
+        return self._read_object(self.config)
+
     def write_config(self, config: dict[str, Any]) -> None:
         self._write_object(self.config, config)
 

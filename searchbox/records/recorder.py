@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.records.events import DONE_REASONS, Event, Stop, ToolEnd, TurnEnd, load_events
-from searchbox.records.citations import check_citations
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
@@ -20,11 +19,13 @@ from searchbox.settings import Settings
 
 class RunRecorder:
     def __init__(self, job_dir: Path, settings: Settings, run_info: Callable[[], dict[str, Any]],
-                 ledger_ids: Callable[[], set[str]], save_ledger: Callable[[], None]) -> None:
+                 ledger_ids: Callable[[], set[str]], check_citations: Callable[[str], dict[str, Any]],
+                 save_ledger: Callable[[], None]) -> None:
         self.folder = JobFolder(job_dir)
         self.settings = settings
         self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
         self.ledger_ids = ledger_ids
+        self.check_citations = check_citations  # the answer's citations against the ledger and their sources
         self.save_ledger = save_ledger
         # From the events the job recorded, not from timing.json: a run killed mid-turn recorded its
         # tool calls as events but wrote no timing.json after them.
@@ -108,7 +109,7 @@ class RunRecorder:
             "tool_counts": dict(self.stats.tools),
             "bash_programs": dict(self.stats.programs),
             "elapsed_seconds": round(self.stats.wall_ms / 1000, 3),
-            "citations": check_citations(text, self.ledger_ids()),
+            "citations": self.check_citations(text),
             **self.run_info(),
             "config": self.settings.as_config(),
         })

@@ -46,9 +46,7 @@ class RetrievalEngine:
     @classmethod
     def for_corpus(cls, corpus: Corpus, settings: Settings, seed_caches: list[Path] | None = None,
                    cancel: CancelToken | None = None) -> RetrievalEngine:
-        cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
-        encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache, cancel)
-        return cls(corpus, settings, encoder)
+        return cls(corpus, settings, job_encoder(settings, seed_caches, cancel))
 
     # -- building blocks -------------------------------------------------------------------
 
@@ -134,6 +132,14 @@ class RetrievalEngine:
         """Scores of a cross-encoder pass, which a cut of the run does not wait for."""
         reranker = self.reranker()
         return cuttable(self.encoder.cancel, lambda: reranker.score(query, documents))
+
+
+def job_encoder(settings: Settings, seed_caches: list[Path] | None = None,
+                cancel: CancelToken | None = None) -> Encoder:
+    """The settings' embedder behind the disk cache; the model loads on the first text not cached (a
+    cut of the run does not wait for a batch or a load)."""
+    cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
+    return Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache, cancel)
 
 
 def _top(ids: list[int], scores: np.ndarray, k: int) -> list[Hit]:

@@ -130,7 +130,7 @@ def read(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
         raise ToolArgumentError(f"'{path}' is a directory; use ls to list it")
     rel = relative_to_work(ctx.work_dir, target)
     with open(open_regular(target, rel), "rb") as handle:  # a FIFO or device would block or never end
-        extracted = _is_document(rel)
+        extracted = is_document(rel)
         if extracted:
             lines, total = _select(_document_lines(ctx, rel), offset, limit, ctx.max_bytes)
         else:
@@ -156,7 +156,7 @@ def read(ctx: BuiltinContext, args: dict[str, Any]) -> ToolOutput:
     return ToolOutput(text + (f"\n\n{note}" if note else ""), details=details)
 
 
-def _is_document(rel: str) -> bool:
+def is_document(rel: str) -> bool:
     """A PDF, DOCX, XLSX, e-mail, HTML page, notebook... of the dataroom: read through its extractor."""
     fn = EXTRACTORS.get(Path(rel).suffix.lower())
     return rel.startswith(DATAROOM_DIR + "/") and fn is not None and fn not in _PLAIN_EXTRACTORS
@@ -166,9 +166,7 @@ def _document_lines(ctx: BuiltinContext, rel: str) -> list[str]:
     extracted = extract_file(ctx.work_dir.resolve(), rel)
     if extracted.status != "ok":
         raise ToolArgumentError(f"could not read {rel}: {extracted.reason}")
-    # Page and sheet labels let the model say where a fact is.
-    blocks = [f"[{s.label}]\n{s.text}" if s.label else s.text for s in extracted.segments]
-    return "\n\n".join(blocks).split("\n") if blocks else []
+    return extracted.shown_text.split("\n") if extracted.segments else []
 
 
 def _select(lines: Iterable[str], offset: int, limit: int | None, max_bytes: int) -> tuple[list[str], int]:
@@ -544,7 +542,7 @@ def _plain_events(ctx: BuiltinContext, folder: Path, stream: IO[bytes]) -> Itera
     for event in rg_events(stream):
         if event["type"] in ("match", "context"):
             path = _under_work(ctx, folder, _rg_text(event["data"]["path"]))
-            if not _is_document(path):
+            if not is_document(path):
                 yield path, event
 
 
@@ -557,7 +555,7 @@ def _document_events(ctx: BuiltinContext, folder: Path, where: str, glob: str | 
                             stdin=subprocess.DEVNULL, capture_output=True)
     for name in listed.stdout.decode("utf-8", "surrogateescape").splitlines():
         rel = _under_work(ctx, folder, name)
-        if not _is_document(rel):
+        if not is_document(rel):
             continue
         if ctx.cancel is not None:  # extracting a document can take seconds: look between two
             ctx.cancel.check()

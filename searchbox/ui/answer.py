@@ -1,6 +1,8 @@
 """The answer with clickable [sN] citations, and the sources panel they point to (SPEC 2.5).
 
 The ledger, not the prose, is the authority: a marker whose id is not in sources.json is flagged.
+Each citation the checker judged (run_meta.json's "citations" → "checks") carries its verdict: a
+mark and colour (✓ supported, ✗ unsupported, ? unchecked) and the reason as its tooltip.
 Answers and documents are untrusted text, so everything they contain is HTML-escaped; only the
 markup built here is live. The answer stays Markdown (for a `gr.Markdown`) with its code as escaped
 HTML; the panel is HTML. Nothing rendered may load from outside the app (SPEC 5): an image in an
@@ -16,9 +18,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-# Same grammar as records.citations: [s1], [s2, s5], [s3; s4].
-_GROUP = re.compile(r"\[(\s*s\d+\s*(?:[,;]\s*s\d+\s*)*)\]")
-_ID = re.compile(r"s\d+")
+from searchbox.records.citations import MARKER, marker_citations
+
+_VERDICT_MARKS = {"supported": "✓", "unsupported": "✗", "unchecked": "?"}
 # Fenced blocks (closed or running to the end) and one-line code spans. They become escaped
 # <pre>/<code> HTML: shown as written, never linked; and since every segment is escaped, safety does
 # not depend on this split agreeing with the Markdown renderer's.
@@ -51,6 +53,10 @@ CITATION_JS = """() => {
 
 CITATION_CSS = """
 a.cite { text-decoration: none; font-weight: 600; }
+.cite-supported { color: #2e7d32; }
+.cite-unsupported { color: #c62828; }
+.cite-unchecked { color: #8d6e00; }
+.cite-verdict { font-size: 0.8em; vertical-align: super; cursor: help; }
 .cite-missing { color: #c62828; text-decoration: line-through wavy; cursor: help; }
 .sources details.source { border-left: 3px solid transparent; padding: 2px 6px; margin: 2px 0; }
 .sources details.cited { border-left-color: #1e88e5; }
@@ -60,9 +66,27 @@ a.cite { text-decoration: none; font-weight: 600; }
 """
 
 
-def render_answer(markdown: str, sources: list[dict[str, Any]]) -> str:
+def render_answer(markdown: str, sources: list[dict[str, Any]], checks: list[dict[str, Any]] | None = None) -> str:
+    """`checks`: the citation checks made on this very answer (run_meta.json), or None."""
     known = {str(s.get("id")) for s in sources}
-    return _render(markdown, lambda prose: _GROUP.sub(lambda group: _cite_group(group.group(1), known), _inert(prose)))
+    verdicts = {(c.get("id"), c.get("occurrence")): c for c in checks or []}
+    seen: dict[str, int] = {}
+
+    def numbered(inner: str) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+        items = []
+        for source_id, quote in marker_citations(inner):
+            items.append((source_id, quote, verdicts.get((source_id, seen.get(source_id, 0)))))
+            seen[source_id] = seen.get(source_id, 0) + 1
+        return items
+
+    def prose(text: str) -> str:
+        return MARKER.sub(lambda group: _cite_group(numbered(group.group(1)), known), _inert(text))
+
+    def code(text: str) -> None:  # markers in code are shown as written, but counted as the checker counts them
+        for group in MARKER.finditer(text):
+            numbered(group.group(1))
+
+    return _render(markdown, prose, code)
 
 
 def inert_markdown(markdown: str) -> str:
@@ -71,10 +95,11 @@ def inert_markdown(markdown: str) -> str:
     return _render(markdown, _inert)
 
 
-def _render(markdown: str, prose: Callable[[str], str]) -> str:
+def _render(markdown: str, prose: Callable[[str], str], seen_code: Callable[[str], None] = lambda text: None) -> str:
     out, last = [], 0
     for code in _CODE.finditer(markdown):
         out.append(prose(markdown[last:code.start()]))
+        seen_code(code.group(0))
         if code.group("fence"):
             out.append(f"<pre><code>{html.escape(code.group('block').removesuffix(chr(10)), quote=False)}</code></pre>")
         else:
@@ -114,17 +139,27 @@ def _image_as_link(image: re.Match[str]) -> str:
     return f"{image.group('alt') or 'image'} (image not loaded: [{shown}]({url}))"
 
 
-def _cite_group(inner: str, known: set[str]) -> str:
-    ids = _ID.findall(inner)
-    if len(ids) == 1:
-        return _cite(ids[0], known, f"[{ids[0]}]")
-    return "[" + ", ".join(_cite(i, known, i) for i in ids) + "]"
+def _cite_group(items: list[tuple[str, str | None, dict[str, Any] | None]], known: set[str]) -> str:
+    """One marker's links. Its text is already escaped (the quote too), so it is used as it is."""
+    if len(items) == 1:
+        source_id, quote, check = items[0]
+        return _cite(source_id, known, f"[{_label(source_id, quote)}]", check)
+    return "[" + ", ".join(_cite(i, known, _label(i, q), c) for i, q, c in items) + "]"
 
 
-def _cite(source_id: str, known: set[str], text: str) -> str:
-    if source_id in known:
+def _label(source_id: str, quote: str | None) -> str:
+    return f"{source_id} “{quote}”" if quote else source_id
+
+
+def _cite(source_id: str, known: set[str], text: str, check: dict[str, Any] | None = None) -> str:
+    if source_id not in known:
+        return f'<span class="cite-missing" title="no such source">{text}</span>'
+    if check is None or check.get("verdict") not in _VERDICT_MARKS:
         return f'<a class="cite" href="#src-{source_id}">{text}</a>'
-    return f'<span class="cite-missing" title="no such source">{text}</span>'
+    verdict = str(check["verdict"])
+    tip = _e(f"{verdict}: {check.get('reason', '')}")
+    return (f'<a class="cite cite-{verdict}" href="#src-{source_id}" title="{tip}">{text}</a>'
+            f'<span class="cite-verdict cite-{verdict}" title="{tip}">{_VERDICT_MARKS[verdict]}</span>')
 
 
 def _source(source: dict[str, Any], cited: bool) -> str:

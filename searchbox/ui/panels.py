@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import gradio as gr
 
 from searchbox.jobs.bundle import downloads
+from searchbox.records.citation_check import answer_digest
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import render_answer, render_sources
@@ -58,7 +59,16 @@ def read_answer(job_dir: Path) -> tuple[str, str]:
     markdown, sources = folder.answer_text(), folder.read_sources()
     if not markdown:
         return "*No answer yet.*", render_sources(sources, [])
-    return render_answer(markdown, sources), render_sources(sources, cited_ids(markdown))
+    return render_answer(markdown, sources, recorded_checks(job_dir, markdown)), render_sources(sources, cited_ids(markdown))
+
+
+def recorded_checks(job_dir: Path, markdown: str) -> list[dict[str, Any]] | None:
+    """The citation checks run_meta.json holds for this answer; None while they are for an earlier one."""
+    citations = JobFolder(job_dir).read_meta().get("citations") or {}
+    if not isinstance(citations, dict) or citations.get("answer_sha256") != answer_digest(markdown):
+        return None
+    checks = citations.get("checks")
+    return checks if isinstance(checks, list) else None
 
 
 def offered_downloads(job_dir: Path) -> tuple[str | None, str | None]:

@@ -1,4 +1,5 @@
-"""Is a must-fact present in an answer? Fuzzy on wording, exact on numbers.
+"""Is a fact present in a text (a must-fact in an answer, a cited sentence's figure in its source)?
+Fuzzy on wording, exact on numbers.
 
 Both texts are first brought to one canonical form, so that formatting never decides: case,
 whitespace, punctuation, currency symbols and codes, thousands separators, scale words ("$36.2M",
@@ -12,6 +13,7 @@ rapidfuzz's partial_ratio finds a close passage that also holds every number of 
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -27,6 +29,9 @@ _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+(\d{{4}})\b")
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(\d{{4}})\b")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# Dates as running text writes them, in any case: "31 March 2029", "March 31, 2029", "2029-03-31", "March 2029".
+DATE_IN_TEXT = re.compile("|".join(p.pattern for p in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO_DATE))
+                          + rf"|\b{_MONTH}\s+\d{{4}}\b", re.I)
 
 _SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
           "fifteen sixteen seventeen eighteen nineteen").split()
@@ -42,6 +47,7 @@ _NUMBER_TOKEN = re.compile(r"\d+(?:\.\d+)?")
 _ACCOUNTING = re.compile(r"\(\s*[$£€]?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*\)")
 
 
+@functools.lru_cache(maxsize=256)  # a cited source is checked against each fact of each sentence citing it
 def normalize(text: str) -> str:
     """The canonical form both sides of a comparison are brought to."""
     text = text.lower().replace("\u00a0", " ")
