@@ -11,7 +11,7 @@ from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.settings import Settings
-from searchbox.tools.retrieval_tools import ToolContext
+from searchbox.tools.tool import ToolContext, context_for
 from searchbox.tools.sources import SourceLedger
 
 
@@ -62,7 +62,8 @@ class Workspace:
         return self._engine
 
     def tool_context(self) -> ToolContext:
-        return ToolContext(self.work_dir, self.engine, self.ledger, self.settings.tool_output_bytes)
+        """The context every tool runs in; the retrieval engine is built on a catalog tool's first call."""
+        return context_for(self.settings, self.work_dir, self.ledger, lambda: self.engine)
 
     def save_ledger(self) -> None:
         self.ledger.save(self.job_dir / "sources.json")

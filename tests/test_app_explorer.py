@@ -45,9 +45,9 @@ def test_upload_then_search(app_url: str, room_zip: Path) -> None:
     assert sorted(row[0] for row in statuses["data"]) == sorted(SMALL_DATAROOM)
     rows, raw = client.predict("keyword_search", '{"query": "Harbour Street lease", "k": 2}', api_name="/run_tool")
     assert rows["data"][0][1] == "dataroom/legal/lease.txt"
-    assert json.loads(raw)["results"][0]["id"] == "s1"
+    assert json.loads(raw)["result"]["results"][0]["id"] == "s1"
     _, raw = client.predict("search_dataroom", '{"query": "vacation days", "k": 1}', api_name="/run_tool")
-    assert json.loads(raw)["results"][0]["path"] == "dataroom/hr/handbook.md"
+    assert json.loads(raw)["result"]["results"][0]["path"] == "dataroom/hr/handbook.md"
 
 
 def test_loading_another_dataroom_frees_the_previous_one(app_url: str, app_home: Path, room_zip: Path) -> None:

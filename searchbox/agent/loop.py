@@ -25,8 +25,8 @@ from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.citations import cited_ids
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
-from searchbox.tools.builtins import ToolOutput
 from searchbox.tools.gist import result_gist
+from searchbox.tools.tool import ToolResult
 
 ANSWER_FILE = "ANSWER.md"
 _PREVIEW_CHARS = 400
@@ -36,7 +36,7 @@ _REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered wit
 class Toolbox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
-    def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolOutput: ...
+    def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult: ...
 
 
 class _TurnOver(Exception):
@@ -254,7 +254,7 @@ class AgentLoop:
         self.bus.emit("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {}, raw_arguments=call.raw_arguments)
         started = time.monotonic()
         if repeats > _REPEAT_LIMIT:
-            output = ToolOutput(
+            output = ToolResult(
                 text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
                 "the result is above. Try a different query or tool, or reply with your answer.",
                 is_error=True, details={"repeated": repeats},

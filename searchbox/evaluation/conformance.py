@@ -19,7 +19,7 @@ from searchbox.llm.errors import LLMError
 from searchbox.llm.parsing import parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
 from searchbox.settings import Settings
-from searchbox.tools.catalog import ToolArgumentError, validate_arguments
+from searchbox.tools.arguments import ToolArgumentError, validate_arguments
 
 ANSWER_PATH = "ANSWER.md"
 

@@ -8,7 +8,7 @@ import posixpath
 import stat
 from pathlib import Path
 
-from searchbox.tools.catalog import ToolArgumentError
+from searchbox.tools.arguments import ToolArgumentError
 
 DATAROOM_DIR = "dataroom"
 # The tools' own scratch space inside work/ (bash spill files, TMPDIR): never inside dataroom/.
