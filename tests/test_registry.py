@@ -137,3 +137,16 @@ def test_the_cli_refuses_an_unknown_tool_with_the_registry_s_error(tmp_path: Pat
     room = write_tree(tmp_path / "room", SMALL_DATAROOM)
     assert main(["tool", "teleport", "--dataroom", str(room), "--args", "{}"]) == 1
     assert json.loads(capsys.readouterr().out)["output"].startswith("There is no tool named 'teleport'. Available tools: read")
+
+
+def test_a_run_s_knobs_reach_its_tools(tmp_path: Path) -> None:
+    """TOOL_DESCRIPTIONS, TOOL_OUTPUT_BYTES and the bash and job budgets go from the settings to every tool."""
+    room = write_tree(tmp_path / "room", {**SMALL_DATAROOM, "long.txt": "".join(f"line {n}\n" for n in range(3000))})
+    settings = Settings.resolve(env={}, tool_descriptions="brief", tool_output_bytes=2048, bash_timeout_seconds=7,
+                                job_disk_mb=3, job_files=50)
+    toolbox = RunToolbox(Workspace.create(tmp_path / "job", room, settings), settings)
+    assert toolbox.schemas() == toolbox.tools.schemas("brief") != toolbox.tools.schemas("full")
+    sandbox = toolbox.context.sandbox
+    assert (sandbox.default_timeout, sandbox.max_timeout, sandbox.job_disk_bytes, sandbox.job_inodes) == (7, 70, 3 * 2**20, 50)
+    read = toolbox.call("read", {"path": "dataroom/long.txt"}, None)
+    assert len(read.text.encode()) < 2048 + 200 and "(2KB limit)" in read.text
