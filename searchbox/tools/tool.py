@@ -50,7 +50,7 @@ def context_for(settings: Settings, work_dir: Path, ledger: SourceLedger,
                             max_timeout=min(600, 10 * settings.bash_timeout_seconds),
                             disk_bytes=settings.bash_disk_mb * 2**20, job_disk_bytes=settings.job_disk_mb * 2**20,
                             job_inodes=settings.job_files)
-    return ToolContext(work_dir, ledger, sandbox, settings.tool_output_bytes, retrieval)
+    return ToolContext(work_dir, ledger, sandbox=sandbox, max_bytes=settings.tool_output_bytes, retrieval=retrieval)
 
 
 @dataclass
