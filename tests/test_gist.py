@@ -7,6 +7,7 @@ import json
 
 from conftest import catalog_result
 from searchbox.tools.gist import result_gist
+from searchbox.tools.registry import REGISTRY
 
 
 def test_gists_say_what_each_call_found() -> None:
@@ -35,3 +36,9 @@ def test_a_paths_filter_that_matches_nothing_searches_everything_and_says_why(to
     assert dense["results"] and "whole dataroom" in dense["paths_note"]
     scoped = catalog_result(tool_context, "keyword_search", {"query": "lease", "paths": ["dataroom/legal"]})
     assert [r["path"] for r in scoped["results"]] == ["dataroom/legal/lease.txt"]
+
+
+def test_a_search_whose_arguments_were_clamped_still_says_what_it_found(tool_context) -> None:
+    result = REGISTRY.run(tool_context, "keyword_search", {"query": "lease", "k": 999})
+    assert result.details["argument_notes"] == ["'k' clamped from 999 to 50"]
+    assert result_gist("keyword_search", result.text, result.details, False) == "1 hits in 1 file: lease.txt"

@@ -24,6 +24,10 @@ from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import MAX_BYTES
 
 
+# How a result says what validation changed in the arguments: after the tool's own text.
+ARGUMENT_NOTES = "\n\n[argument notes: "
+
+
 @dataclass
 class ToolContext:
     """What a tool call runs against: one per run (or per CLI call), shared by every tool."""
@@ -102,7 +106,7 @@ class Tool:
             return ToolResult.error(str(exc))
         result = self.call(ctx, args)
         if notes:
-            result.text += f"\n\n[argument notes: {'; '.join(notes)}]"
+            result.text += f"{ARGUMENT_NOTES}{'; '.join(notes)}]"
             result.details["argument_notes"] = notes
         return result
 
