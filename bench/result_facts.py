@@ -27,7 +27,7 @@ from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
-from searchbox.tools.retrieval_tools import run_catalog_tool  # noqa: E402
+from searchbox.tools.registry import REGISTRY  # noqa: E402
 
 
 def logged_queries(runs: Path, by_text: dict[str, dict]) -> list[tuple[dict, str]]:
@@ -71,7 +71,7 @@ def main() -> None:
         workspace = create_job(Path(tmp) / "job", questions[0]["question"], BUILTIN_DATAROOM, settings)
         for question, query, kind in cases:
             context = workspace.tool_context()
-            result = run_catalog_tool(context, "search_dataroom", {"query": query, "k": args.k})
+            result = REGISTRY.run(context, "search_dataroom", {"query": query, "k": args.k}).data or {}
             facts, gold = visible(question, result)
             row = totals.setdefault(kind, [0, 0, 0, 0, 0])
             row[0] += 1

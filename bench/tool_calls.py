@@ -39,8 +39,7 @@ from searchbox.agent.prompts import HARNESS, system_prompt  # noqa: E402
 from searchbox.llm.assemble import ResponseBuilder  # noqa: E402
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp  # noqa: E402
 from searchbox.llm.types import ChatResponse, Tool  # noqa: E402
-from searchbox.tools.builtins import BUILTIN_TOOLS  # noqa: E402
-from searchbox.tools.catalog import enabled_tools  # noqa: E402
+from searchbox.tools.registry import enabled_tools, offered_tools  # noqa: E402
 
 QUESTIONS = ROOT / "assets" / "questions.jsonl"
 # The harness paragraph before "Act, do not describe" replaced it (prompts.HARNESS).
@@ -121,8 +120,7 @@ class Tally:
 
 def setup(presentation: Presentation) -> tuple[str, list[Tool]]:
     """The system prompt and the tools of a presentation (a default run's tools)."""
-    specs = [tool.spec for tool in BUILTIN_TOOLS.values()] + enabled_tools(None)
-    tools = [spec.openai_schema(presentation.descriptions) for spec in specs]
+    tools = offered_tools(enabled_tools(None), bash=True).schemas(presentation.descriptions)
     return system_prompt().replace(HARNESS, presentation.harness), tools
 
 

@@ -20,7 +20,6 @@ from searchbox.dataroom.unpack import DataroomError
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs
-from searchbox.tools.retrieval_tools import run_catalog_tool
 from searchbox.workspace import Workspace
 
 
@@ -120,32 +119,30 @@ def _ctrl_c_stops(control: RunControl) -> Iterator[None]:
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
-    """One tool call: a catalog tool (its JSON result) or a built-in, bash included, run as a run would
-    run it (bash at the BASH_SANDBOX level, or refused with the reason when there is none)."""
+    """One call of any tool, built-in or catalog, as a run makes it (bash at the BASH_SANDBOX level, or
+    refused with the reason when there is none); prints the result as JSON, exits 1 on an error result."""
+    import time
+
     from searchbox.agent.toolbox import RunToolbox
-    from searchbox.tools.builtins import BUILTIN_TOOLS
+    from searchbox.tools.catalog import CATALOG_TOOLS
 
     try:
         raw_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
         raise SettingsError(f"--args must be a JSON object: {exc}") from None
-    if args.name in BUILTIN_TOOLS:
-        with _workspace(args, retrieval=False) as workspace:
-            toolbox = RunToolbox(workspace, workspace.settings)
-            for note in toolbox.notes:
-                print(f"note: {note}", file=sys.stderr)
-            output = toolbox.call(args.name, raw_args, None)
-        result = {"output": output.text, "is_error": output.is_error, "details": output.details}
+    with _workspace(args, retrieval=any(tool.name == args.name for tool in CATALOG_TOOLS)) as workspace:
+        toolbox = RunToolbox(workspace, workspace.settings, every_catalog_tool=True)
+        for note in toolbox.notes:
+            print(f"note: {note}", file=sys.stderr)
+        started = time.perf_counter()
+        output = toolbox.call(args.name, raw_args, None)
+        record = {**output.record(), "elapsed_ms": round((time.perf_counter() - started) * 1000, 1)}
         if args.name == "bash":
-            result["sandbox"] = toolbox.sandbox_level.record()
-        print(json.dumps(result, indent=2, ensure_ascii=False))
-        return 1 if output.is_error else 0
-    with _workspace(args) as workspace:
-        result = run_catalog_tool(workspace.tool_context(), args.name, raw_args)
+            record["sandbox"] = toolbox.sandbox_level.record()
         if args.job:
             workspace.save_ledger()
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    return 1 if "error" in result else 0
+    print(json.dumps(record, indent=2, ensure_ascii=False))
+    return 1 if output.is_error else 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -337,8 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_set(run, "for this run")
     run.set_defaults(func=cmd_run)
 
-    tool = dataroom_command("tool", "run one tool (a catalog tool, or a built-in such as bash at the BASH_SANDBOX level) "
-                                    "and print its JSON result")
+    tool = dataroom_command("tool", "run one tool, built-in or catalog (bash at the BASH_SANDBOX level), and print "
+                                    "its result as JSON: output (what the model sees), is_error, details, result")
     tool.add_argument("name")
     tool.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     tool.set_defaults(func=cmd_tool)

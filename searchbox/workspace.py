@@ -20,8 +20,8 @@ from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine, job_encoder
 from searchbox.settings import Settings
 from searchbox.tools.paths import DATAROOM_DIR
-from searchbox.tools.retrieval_tools import ToolContext
 from searchbox.tools.source_text import source_text
+from searchbox.tools.tool import ToolContext, context_for
 from searchbox.tools.sources import SourceLedger
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,8 @@ class Workspace:
         return self._engine
 
     def tool_context(self) -> ToolContext:
-        return ToolContext(self.work_dir, self.engine, self.ledger, self.settings.tool_output_bytes)
+        """The context every tool runs in; the retrieval engine is built on a catalog tool's first call."""
+        return context_for(self.settings, self.work_dir, self.ledger, lambda: self.engine, self.cancel)
 
     def save_ledger(self) -> None:
         self.folder.write_sources(self.ledger.rows())

@@ -17,8 +17,9 @@ from searchbox.retrieval.encoder import Encoder  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
 from searchbox.retrieval.models import embedding_cache_name, load_embedder  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
-from searchbox.tools.retrieval_tools import ToolContext  # noqa: E402
+from searchbox.tools.registry import REGISTRY  # noqa: E402
 from searchbox.tools.sources import SourceLedger  # noqa: E402
+from searchbox.tools.tool import ToolContext  # noqa: E402
 
 # A small dataroom whose facts the retrieval tests look for.
 SMALL_DATAROOM = {
@@ -79,4 +80,12 @@ def small_work(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def tool_context(small_work: Path, packaged_settings: Settings, minilm) -> ToolContext:
-    return ToolContext(small_work, make_engine(small_work, packaged_settings, minilm), SourceLedger())
+    engine = make_engine(small_work, packaged_settings, minilm)
+    return ToolContext(small_work, SourceLedger(), retrieval=lambda: engine)
+
+
+def catalog_result(ctx: ToolContext, name: str, args: dict) -> dict:
+    """A catalog tool's whole JSON result, run through the registry as every caller runs it."""
+    result = REGISTRY.run(ctx, name, args)
+    assert not result.is_error and result.data is not None, result.text
+    return result.data

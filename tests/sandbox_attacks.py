@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchbox.tools.builtins import BuiltinContext, ToolOutput, run_builtin
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig, choose
 from searchbox.tools.sandbox.budget import measure
 from searchbox.tools.sandbox.cgroup import hierarchies
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import ToolContext, ToolResult
 
 SECRET = f"app-secret-{random.randrange(10**9)}"
 HOST_ETC = [p for p in ("/etc/gitconfig", "/etc/hosts", "/etc/hostname", "/etc/apt/sources.list", "/etc/pip.conf",
@@ -63,11 +64,11 @@ class Scene:
     def other_job(self) -> Path:
         return self.base / "other-job"
 
-    def bash(self, command: str, **config: object) -> ToolOutput:
+    def bash(self, command: str, **config: object) -> ToolResult:
         sandbox = SandboxConfig(level=self.level, job_disk_bytes=DISK_BUDGET, job_inodes=INODE_BUDGET,
                                 memory_bytes=MEMORY_LIMIT, max_processes=PROCESS_LIMIT, cpus=CPU_LIMIT,
                                 **config)  # type: ignore[arg-type]
-        return run_builtin(BuiltinContext(self.work, SourceLedger(), sandbox), "bash", {"command": command, "timeout": 30})
+        return REGISTRY.run(ToolContext(self.work, SourceLedger(), sandbox), "bash", {"command": command, "timeout": 30})
 
     def dataroom_digest(self) -> str:
         digest = hashlib.sha256()

@@ -25,7 +25,7 @@ from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, Ma
                                          load_matrix, parse_matrix)
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
-from searchbox.tools.catalog import load_catalog
+from searchbox.tools.catalog import CATALOG_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,7 +200,7 @@ def test_two_endpoints_share_the_runs_and_give_the_serial_results(baseline: Path
 
 
 def test_the_default_matrix_and_its_asset() -> None:
-    groups = {g: ",".join(t.name for t in load_catalog() if t.group == g) for g in ("high", "low")}
+    groups = {g: ",".join(t.name for t in CATALOG_TOOLS if t.group == g) for g in ("high", "low")}
     tools = {e["name"]: e["overrides"]["SEARCHBOX_TOOLS"] for e in DEFAULT_MATRIX["entries"]}
     assert tools == {"high-b1": groups["high"], "high-b4f": groups["high"], "low-b1": groups["low"],
                      "low-b4f": groups["low"], "keyword-b1": "keyword_search", "keyword-b4f": "keyword_search",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,9 +46,13 @@ def test_upload_then_search(app_url: str, room_zip: Path) -> None:
     assert sorted(row[0] for row in statuses["data"]) == sorted(SMALL_DATAROOM)
     rows, raw = client.predict("keyword_search", '{"query": "Harbour Street lease", "k": 2}', api_name="/run_tool")
     assert rows["data"][0][1] == "dataroom/legal/lease.txt"
-    assert json.loads(raw)["results"][0]["id"] == "s1"
+    assert json.loads(raw)["result"]["results"][0]["id"] == "s1"
     _, raw = client.predict("search_dataroom", '{"query": "vacation days", "k": 1}', api_name="/run_tool")
-    assert json.loads(raw)["results"][0]["path"] == "dataroom/hr/handbook.md"
+    assert json.loads(raw)["result"]["results"][0]["path"] == "dataroom/hr/handbook.md"
+    rows, raw = client.predict("grep", '{"pattern": "Harbour Street"}', api_name="/run_tool")  # a built-in too
+    grep = json.loads(raw)
+    assert rows["data"] == [] and "result" not in grep and not grep["is_error"]
+    assert re.match(r"\[s\d+\] dataroom/legal/lease\.txt:1:The office lease at 14 Harbour Street", grep["output"])
 
 
 def test_loading_another_dataroom_frees_the_previous_one(app_url: str, app_home: Path, room_zip: Path) -> None:

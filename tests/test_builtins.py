@@ -12,9 +12,10 @@ import pytest
 from dataroom_factories import make_pdf
 
 from searchbox.dataroom.workspace import prepare_work_dir
-from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, builtin_schemas, run_builtin
-from searchbox.tools.catalog import CatalogTool
+from searchbox.tools.builtin import BUILTIN_TOOLS
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import Tool, ToolContext, ToolResult
 from searchbox.tools.truncate import MAX_BYTES, MAX_LINES, truncate_head, truncate_tail
 
 BIG_LINES = 9000
@@ -39,25 +40,25 @@ def work(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ctx(work: Path) -> BuiltinContext:
-    return BuiltinContext(work, SourceLedger())
+def ctx(work: Path) -> ToolContext:
+    return ToolContext(work, SourceLedger())
 
 
 def edits(*pairs: tuple[str, str]) -> list[dict[str, str]]:
     return [{"oldText": old, "newText": new} for old, new in pairs]
 
 
-def call(ctx: BuiltinContext, name: str, **args: object) -> ToolOutput:
-    return run_builtin(ctx, name, args)
+def call(ctx: ToolContext, name: str, **args: object) -> ToolResult:
+    return REGISTRY.run(ctx, name, args)
 
 
-def ok(ctx: BuiltinContext, name: str, **args: object) -> ToolOutput:
+def ok(ctx: ToolContext, name: str, **args: object) -> ToolResult:
     out = call(ctx, name, **args)
     assert not out.is_error, out.text
     return out
 
 
-def error(ctx: BuiltinContext, name: str, **args: object) -> ToolOutput:
+def error(ctx: ToolContext, name: str, **args: object) -> ToolResult:
     out = call(ctx, name, **args)
     assert out.is_error, out.text
     return out
@@ -67,19 +68,19 @@ def error(ctx: BuiltinContext, name: str, **args: object) -> ToolOutput:
 
 
 def test_seven_builtins_with_openai_schemas() -> None:
-    assert list(BUILTIN_TOOLS) == ["read", "bash", "edit", "write", "grep", "find", "ls"]
-    for name, (spec, function) in BUILTIN_TOOLS.items():
-        assert isinstance(spec, CatalogTool) and spec.group == "builtin" and callable(function)
-    schemas = {s["function"]["name"]: s["function"] for s in builtin_schemas()}
+    assert [tool.name for tool in BUILTIN_TOOLS] == ["read", "bash", "edit", "write", "grep", "find", "ls"]
+    for tool in BUILTIN_TOOLS:
+        assert isinstance(tool, Tool) and tool.group == "builtin" and callable(tool.function)
+    schemas = {s["function"]["name"]: s["function"] for s in REGISTRY.schemas()}
     assert schemas["read"]["parameters"]["required"] == ["path"]
     assert set(schemas["grep"]["parameters"]["properties"]) == {
         "pattern", "path", "glob", "ignoreCase", "literal", "context", "limit"}
     assert schemas["edit"]["parameters"]["properties"]["edits"]["items"]["required"] == ["oldText", "newText"]
 
 
-def test_bad_arguments_and_unknown_tools_are_error_outputs(ctx: BuiltinContext) -> None:
+def test_bad_arguments_and_unknown_tools_are_error_outputs(ctx: ToolContext) -> None:
     assert "needs the argument 'path'" in error(ctx, "read").text
-    assert "unknown tool 'cat'" in error(ctx, "cat", path="x").text
+    assert "There is no tool named 'cat'" in error(ctx, "cat", path="x").text
     assert "must be a list of objects" in error(ctx, "edit", path="a.md", edits="not json").text
     clamped = ok(ctx, "grep", pattern="revenue", limit=99999)
     assert "'limit' clamped from 99999 to 1000" in clamped.text
@@ -89,7 +90,7 @@ def test_bad_arguments_and_unknown_tools_are_error_outputs(ctx: BuiltinContext) 
 # --- read ----------------------------------------------------------------------------------------
 
 
-def test_read_shows_lines_with_a_source_id(ctx: BuiltinContext) -> None:
+def test_read_shows_lines_with_a_source_id(ctx: ToolContext) -> None:
     out = ok(ctx, "read", path="dataroom/finance/revenue.md")
     assert out.text.splitlines()[0] == "[source s1: dataroom/finance/revenue.md lines 1-3]"
     assert "48.2 million euros" in out.text and "continue" not in out.text
@@ -97,7 +98,7 @@ def test_read_shows_lines_with_a_source_id(ctx: BuiltinContext) -> None:
     assert (source.path, source.start, source.end) == ("dataroom/finance/revenue.md", 1, 3)
 
 
-def test_read_offset_limit_and_how_to_continue(ctx: BuiltinContext, work: Path) -> None:
+def test_read_offset_limit_and_how_to_continue(ctx: ToolContext, work: Path) -> None:
     out = ok(ctx, "read", path="dataroom/big.log", offset=10, limit=5)
     assert out.text.splitlines()[1:6] == [f"line {n}" for n in range(10, 15)]
     assert out.text.endswith(f"[{BIG_LINES - 14} more lines in file. Use offset=15 to continue.]")
@@ -106,7 +107,7 @@ def test_read_offset_limit_and_how_to_continue(ctx: BuiltinContext, work: Path) 
     assert "beyond the end" in error(ctx, "read", path="dataroom/big.log", offset=BIG_LINES + 1).text
 
 
-def test_read_of_a_big_file_stops_at_2000_lines(ctx: BuiltinContext) -> None:
+def test_read_of_a_big_file_stops_at_2000_lines(ctx: ToolContext) -> None:
     out = ok(ctx, "read", path="dataroom/big.log")
     body = out.text.splitlines()
     assert body[0] == "[source s1: dataroom/big.log lines 1-2000]"
@@ -117,7 +118,7 @@ def test_read_of_a_big_file_stops_at_2000_lines(ctx: BuiltinContext) -> None:
     assert "Use offset=4001 to continue." in more.text
 
 
-def test_read_cuts_at_50kb_and_cuts_an_overlong_line(ctx: BuiltinContext, work: Path) -> None:
+def test_read_cuts_at_50kb_and_cuts_an_overlong_line(ctx: ToolContext, work: Path) -> None:
     (work / "wide.txt").write_text(("x" * 1000 + "\n") * 100)
     out = ok(ctx, "read", path="wide.txt")
     assert out.details["last_line"] == 51 and "(50KB limit). Use offset=52 to continue." in out.text
@@ -128,7 +129,7 @@ def test_read_cuts_at_50kb_and_cuts_an_overlong_line(ctx: BuiltinContext, work: 
     assert "Use offset=2 to continue" in one.text
 
 
-def test_read_records_each_range_once(ctx: BuiltinContext) -> None:
+def test_read_records_each_range_once(ctx: ToolContext) -> None:
     first = ok(ctx, "read", path="dataroom/finance/revenue.md")
     again = ok(ctx, "read", path="./dataroom/finance/revenue.md")
     other = ok(ctx, "read", path="dataroom/finance/revenue.md", offset=2)
@@ -136,7 +137,7 @@ def test_read_records_each_range_once(ctx: BuiltinContext) -> None:
     assert [s.id for s in ctx.ledger.sources()] == ["s1", "s2"]
 
 
-def test_read_gives_the_extracted_text_of_a_pdf(ctx: BuiltinContext) -> None:
+def test_read_gives_the_extracted_text_of_a_pdf(ctx: ToolContext) -> None:
     out = ok(ctx, "read", path="dataroom/audit.pdf")
     assert out.text.splitlines()[0].startswith("[source s1: dataroom/audit.pdf lines 1-")
     assert "text extracted from the document" in out.text.splitlines()[0]
@@ -144,7 +145,7 @@ def test_read_gives_the_extracted_text_of_a_pdf(ctx: BuiltinContext) -> None:
     assert out.details["extracted"] is True
 
 
-def test_read_errors(ctx: BuiltinContext, work: Path) -> None:
+def test_read_errors(ctx: ToolContext, work: Path) -> None:
     assert "is a directory; use ls" in error(ctx, "read", path="dataroom").text
     assert "File not found: dataroom/nope.md" in error(ctx, "read", path="dataroom/nope.md").text
     assert "outside the working folder" in error(ctx, "read", path="../input.zip").text
@@ -157,14 +158,14 @@ def test_read_errors(ctx: BuiltinContext, work: Path) -> None:
 # --- write and edit ------------------------------------------------------------------------------
 
 
-def test_write_creates_folders_and_overwrites(ctx: BuiltinContext, work: Path) -> None:
+def test_write_creates_folders_and_overwrites(ctx: ToolContext, work: Path) -> None:
     assert ok(ctx, "write", path="out/deep/ANSWER.md", content="draft").text == \
         "Successfully wrote 5 bytes to out/deep/ANSWER.md"
     ok(ctx, "write", path=str(work / "out" / "deep" / "ANSWER.md"), content="")
     assert (work / "out" / "deep" / "ANSWER.md").read_text() == ""
 
 
-def test_write_and_edit_never_touch_the_dataroom_or_leave_work(ctx: BuiltinContext, work: Path, tmp_path: Path) -> None:
+def test_write_and_edit_never_touch_the_dataroom_or_leave_work(ctx: ToolContext, work: Path, tmp_path: Path) -> None:
     target = work / "dataroom" / "finance" / "revenue.md"
     before = target.read_text()
     outside = tmp_path / "outside.txt"
@@ -181,7 +182,7 @@ def test_write_and_edit_never_touch_the_dataroom_or_leave_work(ctx: BuiltinConte
     assert not (work / "dataroom" / "new.md").exists() and not Path("/tmp/searchbox-test-write.txt").exists()
 
 
-def test_edit_replaces_unique_text_all_or_nothing(ctx: BuiltinContext, work: Path) -> None:
+def test_edit_replaces_unique_text_all_or_nothing(ctx: ToolContext, work: Path) -> None:
     note = work / "note.md"
     note.write_text("alpha\nbeta\ngamma\nbeta\n")
     ambiguous = error(ctx, "edit", path="note.md", edits=edits(("alpha", "A"), ("beta", "B")))
@@ -197,7 +198,7 @@ def test_edit_replaces_unique_text_all_or_nothing(ctx: BuiltinContext, work: Pat
     assert "File not found" in error(ctx, "edit", path="nope.md", edits=edits(("a", "b"))).text
 
 
-def test_edit_keeps_crlf_line_endings(ctx: BuiltinContext, work: Path) -> None:
+def test_edit_keeps_crlf_line_endings(ctx: ToolContext, work: Path) -> None:
     (work / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
     ok(ctx, "edit", path="dos.txt", edits='[{"oldText": "one\\ntwo", "newText": "1\\n2"}]')
     assert (work / "dos.txt").read_bytes() == b"1\r\n2\r\n"
@@ -206,7 +207,7 @@ def test_edit_keeps_crlf_line_endings(ctx: BuiltinContext, work: Path) -> None:
 # --- grep ----------------------------------------------------------------------------------------
 
 
-def test_grep_pattern_and_options(ctx: BuiltinContext) -> None:
+def test_grep_pattern_and_options(ctx: ToolContext) -> None:
     out = ok(ctx, "grep", pattern="revenue")
     assert out.text.splitlines() == [
         "[s1] dataroom/finance/revenue.md:2:Total revenue was 48.2 million euros.",
@@ -222,7 +223,7 @@ def test_grep_pattern_and_options(ctx: BuiltinContext) -> None:
     assert scoped.text == "[s3] dataroom/notes/lease.txt:2:revenue is not mentioned here"
 
 
-def test_grep_context_limit_and_long_lines(ctx: BuiltinContext, work: Path) -> None:
+def test_grep_context_limit_and_long_lines(ctx: ToolContext, work: Path) -> None:
     out = ok(ctx, "grep", pattern="^line 50$", context=2, path="dataroom")
     assert out.text.splitlines() == [f"dataroom/big.log-{n}-line {n}" if n != 50 else "[s1] dataroom/big.log:50:line 50"
                                      for n in range(48, 53)]
@@ -236,13 +237,13 @@ def test_grep_context_limit_and_long_lines(ctx: BuiltinContext, work: Path) -> N
     assert len(wide.text.splitlines()[0]) < 600 and "cut to 500 characters" in wide.text
 
 
-def test_grep_errors_and_confinement(ctx: BuiltinContext) -> None:
+def test_grep_errors_and_confinement(ctx: ToolContext) -> None:
     assert "regex parse error" in error(ctx, "grep", pattern="(unclosed").text
     assert "outside the working folder" in error(ctx, "grep", pattern="root", path="/etc").text
     assert "Path not found" in error(ctx, "grep", pattern="x", path="nope").text
 
 
-def test_grep_skips_scratch_files_unless_asked(ctx: BuiltinContext, work: Path) -> None:
+def test_grep_skips_scratch_files_unless_asked(ctx: ToolContext, work: Path) -> None:
     (work / ".searchbox").mkdir()
     (work / ".searchbox" / "bash-1.log").write_text("Total revenue was 48.2 million euros.\n")
     assert ok(ctx, "grep", pattern="48.2", literal=True).details["matches"] == 1
@@ -252,7 +253,7 @@ def test_grep_skips_scratch_files_unless_asked(ctx: BuiltinContext, work: Path) 
 # --- find and ls ---------------------------------------------------------------------------------
 
 
-def test_find_globs(ctx: BuiltinContext) -> None:
+def test_find_globs(ctx: ToolContext) -> None:
     markdown = ["dataroom/finance/costs.md", "dataroom/finance/revenue.md"]
     assert ok(ctx, "find", pattern="*.md").text.splitlines() == markdown
     assert ok(ctx, "find", pattern="**/*.pdf").text == "dataroom/audit.pdf"
@@ -264,7 +265,7 @@ def test_find_globs(ctx: BuiltinContext) -> None:
     assert "Not a directory" in error(ctx, "find", pattern="*", path="dataroom/big.log").text
 
 
-def test_ls_sorted_with_dirs_and_dotfiles(ctx: BuiltinContext) -> None:
+def test_ls_sorted_with_dirs_and_dotfiles(ctx: ToolContext) -> None:
     assert ok(ctx, "ls", path="dataroom").text.splitlines() == [
         ".gitignore", "audit.pdf", "big.log", "finance/", "notes/"]
     assert ok(ctx, "ls").text == "dataroom/"
@@ -273,10 +274,10 @@ def test_ls_sorted_with_dirs_and_dotfiles(ctx: BuiltinContext) -> None:
     assert "outside the working folder" in error(ctx, "ls", path="..").text
 
 
-def test_tools_never_raise(ctx: BuiltinContext) -> None:
-    for name, (_, function) in BUILTIN_TOOLS.items():
-        out = function(ctx, {})  # unvalidated: every required argument missing
-        assert isinstance(out, ToolOutput) and out.is_error and name in out.text
+def test_tools_never_raise(ctx: ToolContext) -> None:
+    for tool in BUILTIN_TOOLS:
+        out = tool.call(ctx, {})  # unvalidated: every required argument missing
+        assert isinstance(out, ToolResult) and out.is_error and tool.name in out.text
 
 
 # --- the shared truncation rule ------------------------------------------------------------------
@@ -295,7 +296,7 @@ def test_truncation_keeps_head_or_tail_on_character_boundaries() -> None:
     assert not small.truncated and small.text == "a\nb\n" and small.total_lines == 2
 
 
-def test_read_refuses_a_fifo_instead_of_blocking(ctx: BuiltinContext, work: Path) -> None:
+def test_read_refuses_a_fifo_instead_of_blocking(ctx: ToolContext, work: Path) -> None:
     os.mkfifo(work / "pipe")
-    out = run_builtin(ctx, "read", {"path": "pipe"})
+    out = REGISTRY.run(ctx, "read", {"path": "pipe"})
     assert out.is_error and "not a regular file" in out.text

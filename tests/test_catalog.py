@@ -1,12 +1,16 @@
-"""The catalog is the single source of truth; arguments are coerced and clamped, never crash."""
+"""The catalog tools as the SPEC lists them, catalog.json generated from their declarations; arguments
+are coerced and clamped, never crash."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from searchbox.settings import SettingsError
-from searchbox.tools.catalog import ToolArgumentError, catalog_by_name, enabled_tools, load_catalog, validate_arguments
-from searchbox.tools.retrieval_tools import TOOL_FUNCTIONS
+from searchbox.tools.arguments import ToolArgumentError, validate_arguments
+from searchbox.tools.catalog import CATALOG_TOOLS
+from searchbox.tools.registry import CATALOG_PATH, REGISTRY, catalog_json, enabled_tools
 
 SPEC_TOOLS = {
     "search_dataroom": ("high", True),
@@ -22,13 +26,20 @@ SPEC_TOOLS = {
 
 
 def test_catalog_matches_spec_and_implementations() -> None:
-    catalog = catalog_by_name()
-    assert {n: (t.group, t.default) for n, t in catalog.items()} == SPEC_TOOLS
-    assert set(catalog) == set(TOOL_FUNCTIONS)
-    for tool in load_catalog():
+    assert {t.name: (t.group, t.default) for t in CATALOG_TOOLS} == SPEC_TOOLS
+    for tool in CATALOG_TOOLS:
+        assert callable(tool.function)
         assert tool.description and tool.parameters["type"] == "object"
         assert set(tool.parameters.get("required", [])) <= set(tool.parameters["properties"])
         assert tool.openai_schema()["function"]["name"] == tool.name
+
+
+def test_catalog_json_is_generated_from_the_declarations() -> None:
+    assert CATALOG_PATH.read_text(encoding="utf-8") == catalog_json(), \
+        "catalog.json is out of date: run python -m searchbox.tools.registry"
+    listed = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["tools"]
+    assert [entry["name"] for entry in listed] == [tool.name for tool in CATALOG_TOOLS]
+    assert listed[0]["parameters"] == REGISTRY["search_dataroom"].parameters
 
 
 def test_tool_gating() -> None:
@@ -40,7 +51,7 @@ def test_tool_gating() -> None:
 
 
 def test_silly_values_are_clamped_with_a_note() -> None:
-    tool = catalog_by_name()["search_dataroom"]
+    tool = REGISTRY["search_dataroom"]
     args, notes = validate_arguments(tool, {"query": "revenue", "k": 10000, "colour": "red"})
     assert args["k"] == 50
     assert any("clamped" in n for n in notes) and any("colour" in n for n in notes)
@@ -48,12 +59,12 @@ def test_silly_values_are_clamped_with_a_note() -> None:
     assert args["k"] == 1
     args, _ = validate_arguments(tool, {"query": "revenue", "paths": "finance"})
     assert args["paths"] == ["finance"]
-    args, _ = validate_arguments(catalog_by_name()["cluster"], {"texts": ["a"], "threshold": 7})
+    args, _ = validate_arguments(REGISTRY["cluster"], {"texts": ["a"], "threshold": 7})
     assert args["threshold"] == 0.999
 
 
 def test_defaults_are_filled() -> None:
-    args, notes = validate_arguments(catalog_by_name()["answer_question"], {"question": "who?"})
+    args, notes = validate_arguments(REGISTRY["answer_question"], {"question": "who?"})
     assert args == {"question": "who?", "k": 5} and notes == []
 
 
@@ -71,4 +82,4 @@ def test_defaults_are_filled() -> None:
 )
 def test_unusable_arguments_raise_a_readable_error(name: str, args: object, message: str) -> None:
     with pytest.raises(ToolArgumentError, match=message):
-        validate_arguments(catalog_by_name()[name], args)  # type: ignore[arg-type]
+        validate_arguments(REGISTRY[name], args)  # type: ignore[arg-type]

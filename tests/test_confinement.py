@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.tools.builtins import BuiltinContext, run_builtin
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig, choose, run_sandboxed
 from searchbox.tools.sandbox.budget import measure
 from searchbox.tools.sandbox.cgroup import hierarchies
 from searchbox.tools.sandbox.starter import launcher_argv
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import ToolContext
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFINING = ["namespaces", "landlock"]
@@ -82,8 +83,8 @@ def test_host_files_secrets_and_the_dataroom_stay_out_of_reach(level: str, work:
 @pytest.mark.parametrize("level", CONFINING)
 def test_a_dataroom_renamed_away_and_forged_is_put_back(level: str, work: Path) -> None:
     level_or_skip(level)
-    ctx = BuiltinContext(work, SourceLedger(), SandboxConfig(level=level))
-    out = run_builtin(ctx, "bash", {"command": "mv dataroom d2 && mkdir dataroom && echo forged > dataroom/a.md; "
+    ctx = ToolContext(work, SourceLedger(), SandboxConfig(level=level))
+    out = REGISTRY.run(ctx, "bash", {"command": "mv dataroom d2 && mkdir dataroom && echo forged > dataroom/a.md; "
                                                "mkdir -p notes/sub && touch notes/sub/x && rm -r notes && echo cleaned"})
     assert "cleaned" in out.text  # folders of the command's own can be removed at every level
     assert sorted(p.name for p in work.iterdir()) == [".searchbox", "dataroom"]
@@ -167,16 +168,16 @@ def test_a_job_ends_within_its_inode_budget(level: str, work: Path) -> None:
 
 
 def test_the_bash_tool_says_what_went_past_the_budget(work: Path) -> None:
-    ctx = BuiltinContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=16 * 2**20))
-    out = run_builtin(ctx, "bash", {"command": "fallocate -l 10M a.bin; fallocate -l 12M b.bin"})
+    ctx = ToolContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=16 * 2**20))
+    out = REGISTRY.run(ctx, "bash", {"command": "fallocate -l 10M a.bin; fallocate -l 12M b.bin"})
     assert out.is_error and "removed what this command wrote past that (b.bin)" in out.text
     assert (work / "a.bin").exists() and not (work / "b.bin").exists()
 
 
 def test_a_full_budget_is_said_before_writes_fail(work: Path) -> None:
     (work / "old.bin").write_bytes(b"x" * 2 * 2**20)
-    ctx = BuiltinContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=2**20))
-    out = run_builtin(ctx, "bash", {"command": "echo note > note.txt"})
+    ctx = ToolContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=2**20))
+    out = REGISTRY.run(ctx, "bash", {"command": "echo note > note.txt"})
     assert "its whole budget (1 MB): no file can grow until some are removed" in out.text
     assert (work / "old.bin").exists()  # older files are the job's own: never removed
 
@@ -211,11 +212,11 @@ def test_a_swapped_searchbox_link_never_makes_the_app_touch_a_host_file(work: Pa
     host.mkdir()
     (host / "bash-1.log").write_text("a host file")
     (host / "bash-2.log").write_text("another host file")
-    ctx = BuiltinContext(work, SourceLedger(), SandboxConfig(level="namespaces"))
-    swap = run_builtin(ctx, "bash", {"command": f"rm -rf .searchbox && ln -s {host} .searchbox && echo swapped"})
+    ctx = ToolContext(work, SourceLedger(), SandboxConfig(level="namespaces"))
+    swap = REGISTRY.run(ctx, "bash", {"command": f"rm -rf .searchbox && ln -s {host} .searchbox && echo swapped"})
     assert swap.text.startswith("swapped")
     assert (host / "bash-1.log").read_text() == "a host file"  # the spill was discarded through its folder handle
-    after = run_builtin(ctx, "bash", {"command": "seq 1 3000"})  # spills: must not write through the link
+    after = REGISTRY.run(ctx, "bash", {"command": "seq 1 3000"})  # spills: must not write through the link
     assert f"work/.searchbox was a link to '{host}'; it was replaced by an empty folder" in after.text
     assert sorted(p.name for p in host.iterdir()) == ["bash-1.log", "bash-2.log"]
     assert (host / "bash-2.log").read_text() == "another host file"
@@ -227,7 +228,7 @@ def test_a_searchbox_beyond_repair_is_said_clearly(work: Path) -> None:
     (work / ".searchbox" / "tmp").write_text("a file where TMPDIR must be")
     (work / ".searchbox").chmod(0o555)  # the app runs as root: make the repair fail another way if so
     try:
-        out = run_builtin(BuiltinContext(work, SourceLedger()), "bash", {"command": "echo hi"})
+        out = REGISTRY.run(ToolContext(work, SourceLedger()), "bash", {"command": "echo hi"})
     finally:
         (work / ".searchbox").chmod(0o755)
     if os.geteuid() == 0:  # root repairs through the folder's mode: it did, and said so
@@ -293,7 +294,7 @@ def test_the_cli_runs_one_bash_call_at_a_chosen_level(job: Path) -> None:
     refused = host_without_namespaces(sys.executable, "-m", "searchbox", "tool", "bash", "--job", str(job), "--set",
                                       "BASH_SANDBOX=namespaces", "--args", '{"command": "echo ran"}')
     assert refused.returncode == 1 and "note: bash is not offered in this run" in refused.stderr
-    assert "ran" not in json.loads(refused.stdout)["output"]
+    assert json.loads(refused.stdout)["output"].startswith("There is no tool named 'bash'.")  # nothing ran
 
 
 _AS_AN_ORDINARY_USER = """

@@ -22,11 +22,10 @@ from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.parsing import parse_tool_calls
 from searchbox.llm.tool_grammar import MAX_ITEMS, call_grammar
-from searchbox.tools.builtins import builtin_schemas
-from searchbox.tools.catalog import load_catalog
+from searchbox.tools.registry import REGISTRY
 
 N_CTX = 4096
-ALL_TOOLS = builtin_schemas() + [tool.openai_schema() for tool in load_catalog()]
+ALL_TOOLS = REGISTRY.schemas()
 # A few real tools keep the prompt short: prefill dominates on two CPU cores.
 TOOLS = [t for t in ALL_TOOLS if t["function"]["name"] in ("search_dataroom", "grep", "read", "ls")]
 MESSAGES = [

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from searchbox.dataroom.workspace import prepare_work_dir
-from searchbox.tools.builtins import BuiltinContext, ToolOutput, run_builtin
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import ToolContext, ToolResult
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,
                 suppress_health_check=[HealthCheck.too_slow])
@@ -46,7 +47,7 @@ COMPONENTS = ("..", ".", "", "~", "dataroom", "up", "esc", "escdir", "dr", "dra"
 class Job:
     root: Path  # holds the job folder and the sentinels outside it
     work: Path
-    ctx: BuiltinContext
+    ctx: ToolContext
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Job:
              "rel_up": Path("../../outside.txt"), "jobdir": Path("..")}
     for name, target in links.items():
         (work / name).symlink_to(target)
-    return Job(root, work, BuiltinContext(work, SourceLedger()))
+    return Job(root, work, ToolContext(work, SourceLedger()))
 
 
 def _snapshot(job: Job) -> dict[str, Any]:
@@ -107,13 +108,13 @@ def _real(job: Job, path: str) -> str:
     return path.replace("<root>", str(job.root)).replace("<work>", str(job.work))
 
 
-def _call(job: Job, name: str, **args: Any) -> ToolOutput:
-    output = run_builtin(job.ctx, name, args)
-    assert isinstance(output, ToolOutput) and output.text
+def _call(job: Job, name: str, **args: Any) -> ToolResult:
+    output = REGISTRY.run(job.ctx, name, args)
+    assert isinstance(output, ToolResult) and output.text
     return output
 
 
-def _assert_inside_work(job: Job, output: ToolOutput) -> None:
+def _assert_inside_work(job: Job, output: ToolResult) -> None:
     rel = output.details.get("path")
     if not output.is_error and rel is not None:
         resolved = (job.work / rel).resolve()

@@ -1,6 +1,6 @@
 """Property-based fuzzing of tool-argument validation (SPEC 2.3, 2.4): whatever arguments a model
 sends, validation gives arguments that satisfy the tool's schema or a short, readable error, and the
-toolbox answers every call with a ToolOutput; nothing escapes as an exception.
+toolbox answers every call with a ToolResult; nothing escapes as an exception.
 
 Run with `pytest -s tests/test_fuzz_tool_args.py` to see the RELIABILITY tally lines.
 """
@@ -22,8 +22,10 @@ from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.models import embedding_cache_name
 from searchbox.settings import Settings
-from searchbox.tools.builtins import BUILTIN_TOOLS, ToolOutput
-from searchbox.tools.catalog import CatalogTool, ToolArgumentError, load_catalog, validate_arguments
+from searchbox.tools.arguments import ToolArgumentError, validate_arguments
+from searchbox.tools.catalog import CATALOG_TOOLS
+from searchbox.tools.registry import REGISTRY
+from searchbox.tools.tool import Tool, ToolResult
 from searchbox.workspace import Workspace
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,
@@ -31,7 +33,7 @@ FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300
 
 TALLY = FuzzTally()
 
-TOOLS: dict[str, CatalogTool] = {t.name: t for t in load_catalog()} | {n: b.spec for n, b in BUILTIN_TOOLS.items()}
+TOOLS = REGISTRY
 NAMES = sorted({key for tool in TOOLS.values() for key in tool.parameters["properties"]})
 # An error goes back to the model: it must say what is wrong without echoing a whole huge value.
 MAX_ERROR_CHARS = 500
@@ -53,7 +55,7 @@ arguments = st.dictionaries(st.sampled_from(NAMES) | st.text(max_size=10), wild,
 not_a_dict = st.one_of(st.none(), st.lists(scalar, max_size=3), st.text(max_size=10), st.integers())
 
 
-def _assert_satisfies_schema(tool: CatalogTool, clean: dict[str, Any]) -> None:
+def _assert_satisfies_schema(tool: Tool, clean: dict[str, Any]) -> None:
     properties = tool.parameters["properties"]
     assert set(clean) <= set(properties)
     assert set(tool.parameters.get("required", [])) <= set(clean)
@@ -101,7 +103,7 @@ def test_arguments_validate_to_the_schema_or_a_readable_error(name: str, args: A
     TALLY.count("argument validation: handled")
 
 
-# --- the toolbox: every call gets a ToolOutput ---------------------------------------------------
+# --- the toolbox: every call gets a ToolResult ---------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +112,7 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory, packaged_settings: Setting
     (source / "notes.md").write_text("# Notes\nThe lease runs until 2029.\n")
     (source / "finance").mkdir()
     (source / "finance" / "revenue.md").write_text("Revenue was 48.2 million euros.\n")
-    every_tool = ",".join(t.name for t in load_catalog())
+    every_tool = ",".join(t.name for t in CATALOG_TOOLS)
     run_settings = packaged_settings.with_overrides(searchbox_tools=every_tool)
     workspace = Workspace.create(tmp_path_factory.mktemp("fuzz_job"), source, run_settings)
     # The session's embedder, so that the catalog tools do not load a model of their own.
@@ -125,7 +127,7 @@ small = st.one_of(st.none(), st.booleans(), st.integers(-5, 60), st.sampled_from
                                                          "a\x00b", "notes.md", "/etc/passwd", "x" * 300]))
 small_wild = st.recursive(small, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
     st.sampled_from(["oldText", "newText"]) | st.text(max_size=4), inner, max_size=2), max_leaves=5)
-call_names = st.sampled_from([n for n in BUILTIN_TOOLS if n != "bash"] + [t.name for t in load_catalog()]) | st.text(
+call_names = st.sampled_from([n for n in REGISTRY if n != "bash"]) | st.text(
     max_size=10)  # bash is left to the sandbox's own tests: a random command line is no argument check
 
 
@@ -170,7 +172,7 @@ def test_the_toolbox_answers_every_call_with_an_output(toolbox: RunToolbox, name
     TALLY.count("toolbox call path")
     name, args = name_and_args
     output = toolbox.call(name, args, parse_error)
-    assert isinstance(output, ToolOutput) and isinstance(output.text, str) and output.text
+    assert isinstance(output, ToolResult) and isinstance(output.text, str) and output.text
     if parse_error or name not in toolbox.names:
         assert output.is_error
     TALLY.count("toolbox call path: handled")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from conftest import catalog_result
 from searchbox.tools.gist import result_gist
-from searchbox.tools.retrieval_tools import run_catalog_tool
+from searchbox.tools.registry import REGISTRY
 
 
 def test_gists_say_what_each_call_found() -> None:
@@ -22,15 +23,22 @@ def test_gists_say_what_each_call_found() -> None:
     assert result_gist("embed_texts", '{"path": "v.jsonl", "count": 2, "dim": 384}', None, False) == \
         "path=v.jsonl, count=2, dim=384"
     assert result_gist("read", "Error: no such file", None, True) == "Error: no such file"
-    assert result_gist("search_dataroom", '{\n "error": "paths [1] match nothing"\n}', None, True) == "paths [1] match nothing"
+    assert result_gist("rerank", "rerank needs the argument 'documents' (a list of strings)", None, True) == \
+        "rerank needs the argument 'documents' (a list of strings)"
     assert len(result_gist("ls", "x" * 500, None, False)) <= 120
 
 
 def test_a_paths_filter_that_matches_nothing_searches_everything_and_says_why(tool_context) -> None:
-    result = run_catalog_tool(tool_context, "keyword_search", {"query": "lease", "paths": ["yours"]})
-    assert "error" not in result and "dataroom/legal/lease.txt" in [r["path"] for r in result["results"]]
+    result = catalog_result(tool_context, "keyword_search", {"query": "lease", "paths": ["yours"]})
+    assert "dataroom/legal/lease.txt" in [r["path"] for r in result["results"]]
     assert "match no file or folder" in result["paths_note"] and "whole dataroom was searched" in result["paths_note"]
-    dense = run_catalog_tool(tool_context, "search_dataroom", {"query": "lease", "paths": ["dataroom/nowhere"]})
+    dense = catalog_result(tool_context, "search_dataroom", {"query": "lease", "paths": ["dataroom/nowhere"]})
     assert dense["results"] and "whole dataroom" in dense["paths_note"]
-    scoped = run_catalog_tool(tool_context, "keyword_search", {"query": "lease", "paths": ["dataroom/legal"]})
+    scoped = catalog_result(tool_context, "keyword_search", {"query": "lease", "paths": ["dataroom/legal"]})
     assert [r["path"] for r in scoped["results"]] == ["dataroom/legal/lease.txt"]
+
+
+def test_a_search_whose_arguments_were_clamped_still_says_what_it_found(tool_context) -> None:
+    result = REGISTRY.run(tool_context, "keyword_search", {"query": "lease", "k": 999})
+    assert result.details["argument_notes"] == ["'k' clamped from 999 to 50"]
+    assert result_gist("keyword_search", result.text, result.details, False) == "1 hits in 1 file: lease.txt"

@@ -20,9 +20,10 @@ from searchbox.records.events import load_events
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
-from searchbox.tools import builtins
-from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, ToolOutput, run_builtin
+from searchbox.tools.builtin import grep as grep_tool
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import ToolContext, ToolResult
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.feed import Feed
 
@@ -40,21 +41,21 @@ def work(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ctx(work: Path) -> BuiltinContext:
-    return BuiltinContext(work, SourceLedger())
+def ctx(work: Path) -> ToolContext:
+    return ToolContext(work, SourceLedger())
 
 
-def grep(ctx: BuiltinContext, **args: Any) -> ToolOutput:
-    out = run_builtin(ctx, "grep", args)
+def grep(ctx: ToolContext, **args: Any) -> ToolResult:
+    out = REGISTRY.run(ctx, "grep", args)
     assert not out.is_error, out.text
     return out
 
 
-def source(ctx: BuiltinContext, source_id: str) -> dict[str, Any]:
+def source(ctx: ToolContext, source_id: str) -> dict[str, Any]:
     return next(vars(s) for s in ctx.ledger.sources() if s.id == source_id)
 
 
-def test_each_shown_match_in_the_dataroom_is_a_cited_line_range(ctx: BuiltinContext, work: Path) -> None:
+def test_each_shown_match_in_the_dataroom_is_a_cited_line_range(ctx: ToolContext, work: Path) -> None:
     (work / "notes.md").write_text("Harbour notes of my own\n")  # outside dataroom/: nothing to cite
     out = grep(ctx, pattern="Harbour", glob="*.txt")
     assert out.text.splitlines() == ["[s1] dataroom/legal/lease.txt:1:The office lease at 14 Harbour Street."]
@@ -66,11 +67,11 @@ def test_each_shown_match_in_the_dataroom_is_a_cited_line_range(ctx: BuiltinCont
     assert everywhere.text == "notes.md:1:Harbour notes of my own" and everywhere.details["sources"] == []
     # The same range grepped again, or read, is the same source.
     assert grep(ctx, pattern="Harbour", glob="*.txt").text.startswith("[s1] ")
-    assert run_builtin(ctx, "read", {"path": "dataroom/legal/lease.txt", "limit": 1}).details["source"] == "s1"
+    assert REGISTRY.run(ctx, "read", {"path": "dataroom/legal/lease.txt", "limit": 1}).details["source"] == "s1"
     assert len(ctx.ledger.sources()) == 1
 
 
-def test_context_lines_join_the_range_and_overlapping_ranges_merge(ctx: BuiltinContext) -> None:
+def test_context_lines_join_the_range_and_overlapping_ranges_merge(ctx: ToolContext) -> None:
     out = grep(ctx, pattern="rent", path="dataroom/legal/clauses.txt", context=1)
     rows = out.text.splitlines()
     assert rows[:5] == ["dataroom/legal/clauses.txt-3-Clause 3: general terms.",
@@ -95,7 +96,7 @@ def test_only_rows_shown_get_ids(work: Path) -> None:
     many = "".join(f"line {n}: rent {'x' * 60}\n" for n in range(1, 201))
     (work / "dataroom" / "legal" / "clauses.txt").chmod(0o644)
     (work / "dataroom" / "legal" / "clauses.txt").write_text(many)
-    ctx = BuiltinContext(work, SourceLedger(), max_bytes=2048)
+    ctx = ToolContext(work, SourceLedger(), max_bytes=2048)
     out = grep(ctx, pattern="rent", path="dataroom/legal/clauses.txt", limit=1000)
     shown = [row for row in out.text.splitlines() if row.startswith("[s")]
     assert out.details["truncated"] and 10 < len(shown) < 40 and len(out.text.split("\n\n[")[0].encode()) <= 2048
@@ -106,18 +107,18 @@ def test_only_rows_shown_get_ids(work: Path) -> None:
 
 
 @pytest.mark.parametrize("document", ["audit.pdf", "minutes.docx"])
-def test_a_match_in_a_document_cites_the_lines_read_shows(ctx: BuiltinContext, document: str) -> None:
+def test_a_match_in_a_document_cites_the_lines_read_shows(ctx: ToolContext, document: str) -> None:
     out = grep(ctx, pattern="Harbour office", path=f"dataroom/{document}")
     [row] = out.text.splitlines()
     cited = source(ctx, out.details["sources"][0])
     assert row.startswith(f"[{cited['id']}] dataroom/{document}:{cited['start']}:")
     # Reading exactly that range shows the matched line and is the same source.
-    read = run_builtin(ctx, "read", {"path": f"dataroom/{document}", "offset": cited["start"], "limit": 1})
+    read = REGISTRY.run(ctx, "read", {"path": f"dataroom/{document}", "offset": cited["start"], "limit": 1})
     assert read.details["source"] == cited["id"] and read.text.splitlines()[1] == row.split(":", 2)[2]
     assert "Harbour office" in cited["preview"]
 
 
-def test_documents_are_searched_in_path_order_with_the_glob_and_limit(ctx: BuiltinContext) -> None:
+def test_documents_are_searched_in_path_order_with_the_glob_and_limit(ctx: ToolContext) -> None:
     out = grep(ctx, pattern="Harbour")
     paths = [row.split(" ")[1].split(":")[0] for row in out.text.splitlines()]
     assert paths == ["dataroom/audit.pdf", "dataroom/legal/lease.txt", "dataroom/minutes.docx"]
@@ -127,11 +128,11 @@ def test_documents_are_searched_in_path_order_with_the_glob_and_limit(ctx: Built
     assert first.details["limit_reached"] and first.text.splitlines()[0].startswith("[s1] dataroom/audit.pdf:")
 
 
-def test_a_document_is_extracted_once_while_it_is_unchanged(ctx: BuiltinContext, work: Path,
+def test_a_document_is_extracted_once_while_it_is_unchanged(ctx: ToolContext, work: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     extracted: list[str] = []
-    document_lines = builtins._document_lines
-    monkeypatch.setattr(builtins, "_document_lines", lambda c, rel: extracted.append(rel) or document_lines(c, rel))
+    document_lines = grep_tool.document_lines
+    monkeypatch.setattr(grep_tool, "document_lines", lambda c, rel: extracted.append(rel) or document_lines(c, rel))
     for _ in range(3):
         assert grep(ctx, pattern="Baker", path="dataroom").details["matches"] == 1
     assert sorted(extracted) == ["dataroom/audit.pdf", "dataroom/minutes.docx"]
@@ -143,7 +144,7 @@ def test_a_document_is_extracted_once_while_it_is_unchanged(ctx: BuiltinContext,
 
 
 def test_the_description_says_matches_carry_source_ids() -> None:
-    spec = BUILTIN_TOOLS["grep"].spec
+    spec = REGISTRY["grep"]
     assert "[sN]" in spec.description and "[sN]" in spec.brief
 
 

@@ -37,7 +37,8 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
 from searchbox.settings import Settings
-from searchbox.tools.builtins import BuiltinContext, run_builtin
+from searchbox.tools.registry import REGISTRY
+from searchbox.tools.tool import ToolContext
 from searchbox.tools.sources import SourceLedger
 from searchbox.workspace import Workspace
 
@@ -171,7 +172,7 @@ def test_a_cut_ends_a_long_ripgrep_search(tmp_path: Path) -> None:
     with open(work / "huge.bin", "wb") as handle:  # sparse: no disk used, minutes of reading for ripgrep
         handle.truncate(64 * 2**30)
     token = CancelToken()
-    context = BuiltinContext(work, SourceLedger(), cancel=token)
+    context = ToolContext(work, SourceLedger(), cancel=token)
     asked: list[float] = []
 
     def pause_soon() -> None:
@@ -180,7 +181,7 @@ def test_a_cut_ends_a_long_ripgrep_search(tmp_path: Path) -> None:
         token.request("paused")
 
     threading.Thread(target=pause_soon, daemon=True).start()
-    output = run_builtin(context, "grep", {"pattern": "needle", "path": "huge.bin"})
+    output = REGISTRY.run(context, "grep", {"pattern": "needle", "path": "huge.bin"})
     assert time.monotonic() - asked[0] < BOUND_S
     assert output.ended == "cut_by_pause" and output.is_error
     assert "grep was cut before it finished: the run was paused" in output.text
@@ -299,9 +300,9 @@ def test_a_paused_search_records_its_cut_and_is_not_run_again_on_resume(tmp_path
 def test_a_command_that_ends_by_itself_is_recorded_completed(tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / "dataroom").mkdir(parents=True)
-    output = run_builtin(BuiltinContext(work, SourceLedger(), cancel=CancelToken()), "bash", {"command": "echo hi"})
+    output = REGISTRY.run(ToolContext(work, SourceLedger(), cancel=CancelToken()), "bash", {"command": "echo hi"})
     assert (output.ended, output.text) == ("completed", "hi")
-    timed = run_builtin(BuiltinContext(work, SourceLedger(), cancel=CancelToken()), "bash",
+    timed = REGISTRY.run(ToolContext(work, SourceLedger(), cancel=CancelToken()), "bash",
                         {"command": "sleep 30", "timeout": 1})
     assert timed.ended == "timed_out"
 

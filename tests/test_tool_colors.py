@@ -7,11 +7,10 @@ import pandas as pd
 from searchbox.charts import ToolColors
 from searchbox.evaluation import report_charts
 from searchbox.evaluation.report_charts import TOOL_COLORS
-from searchbox.tools.builtins import BUILTIN_TOOLS
-from searchbox.tools.catalog import load_catalog
+from searchbox.tools.registry import REGISTRY
 from searchbox.ui import charts
 
-EVERY_TOOL = [*BUILTIN_TOOLS, *(tool.name for tool in load_catalog())]
+EVERY_TOOL = list(REGISTRY)
 
 
 def test_every_tool_of_the_catalog_has_a_colour_of_its_own() -> None:

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.tools.builtins import EDIT_MAX_BYTES, BuiltinContext, ToolOutput, run_builtin
+from searchbox.tools.builtin.edit import EDIT_MAX_BYTES
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import ToolContext, ToolResult
 from searchbox.tools.truncate import MAX_LINE_CHARS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,14 +33,14 @@ def work(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ctx(work: Path) -> BuiltinContext:
-    return BuiltinContext(work, SourceLedger())
+def ctx(work: Path) -> ToolContext:
+    return ToolContext(work, SourceLedger())
 
 
-def at_once(call: Callable[[], ToolOutput], fifo: Path) -> ToolOutput:
+def at_once(call: Callable[[], ToolResult], fifo: Path) -> ToolResult:
     """The tool's output within 5 s. A tool that waits on the FIFO is released by opening its other
     end (O_RDWR never blocks on a FIFO), so a failing test fails instead of hanging the suite."""
-    done: list[ToolOutput] = []
+    done: list[ToolResult] = []
     worker = threading.Thread(target=lambda: done.append(call()), daemon=True)
     worker.start()
     worker.join(5)
@@ -50,7 +52,7 @@ def at_once(call: Callable[[], ToolOutput], fifo: Path) -> ToolOutput:
     return done[0]
 
 
-def test_fifos_are_refused_at_once_by_every_tool(ctx: BuiltinContext, work: Path) -> None:
+def test_fifos_are_refused_at_once_by_every_tool(ctx: ToolContext, work: Path) -> None:
     fifo = work / "pipe"
     os.mkfifo(fifo)
     calls = {
@@ -60,34 +62,34 @@ def test_fifos_are_refused_at_once_by_every_tool(ctx: BuiltinContext, work: Path
         "read": {"path": "pipe"},
     }
     for name, args in calls.items():
-        out = at_once(lambda: run_builtin(ctx, name, args), fifo)
+        out = at_once(lambda: REGISTRY.run(ctx, name, args), fifo)
         assert out.is_error and "'pipe' is a FIFO (named pipe), not a regular file" in out.text, (name, out.text)
     # A folder holding a FIFO is still searched and listed; the FIFO is never opened.
-    assert at_once(lambda: run_builtin(ctx, "grep", {"pattern": "note"}), fifo).text == "notes.md:1:a note"
-    assert "pipe" not in at_once(lambda: run_builtin(ctx, "find", {"pattern": "*"}), fifo).text
-    assert at_once(lambda: run_builtin(ctx, "ls", {}), fifo).text.splitlines() == ["dataroom/", "notes.md", "pipe"]
+    assert at_once(lambda: REGISTRY.run(ctx, "grep", {"pattern": "note"}), fifo).text == "notes.md:1:a note"
+    assert "pipe" not in at_once(lambda: REGISTRY.run(ctx, "find", {"pattern": "*"}), fifo).text
+    assert at_once(lambda: REGISTRY.run(ctx, "ls", {}), fifo).text.splitlines() == ["dataroom/", "notes.md", "pipe"]
 
 
-def test_write_to_a_fifo_with_a_reader_sends_it_nothing(ctx: BuiltinContext, work: Path) -> None:
+def test_write_to_a_fifo_with_a_reader_sends_it_nothing(ctx: ToolContext, work: Path) -> None:
     fifo = work / "pipe"
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, as a background `cat pipe &` would be
     try:
-        out = at_once(lambda: run_builtin(ctx, "write", {"path": "pipe", "content": "secret"}), fifo)
+        out = at_once(lambda: REGISTRY.run(ctx, "write", {"path": "pipe", "content": "secret"}), fifo)
         assert out.is_error and "is a FIFO" in out.text
         assert os.read(reader, 100) == b""  # nothing was written, and the writer is gone
     finally:
         os.close(reader)
 
 
-def test_sockets_are_refused(ctx: BuiltinContext, work: Path) -> None:
+def test_sockets_are_refused(ctx: ToolContext, work: Path) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(work / "sock"))
     try:
         for name, args in {"read": {"path": "sock"}, "grep": {"pattern": "x", "path": "sock"},
                            "edit": {"path": "sock", "edits": [{"oldText": "a", "newText": "b"}]},
                            "write": {"path": "sock", "content": "x"}}.items():
-            out = run_builtin(ctx, name, args)
+            out = REGISTRY.run(ctx, name, args)
             assert out.is_error and "'sock' is a socket, not a regular file" in out.text, (name, out.text)
     finally:
         server.close()
@@ -98,14 +100,15 @@ def test_sockets_are_refused(ctx: BuiltinContext, work: Path) -> None:
 _PEAK_SCRIPT = """
 import json, resource, sys
 from pathlib import Path
-from searchbox.tools.builtins import BuiltinContext, run_builtin
+from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger
-ctx = BuiltinContext(Path(sys.argv[1]), SourceLedger())
+from searchbox.tools.tool import ToolContext
+ctx = ToolContext(Path(sys.argv[1]), SourceLedger())
 peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 rows = {}
 for name, args in json.loads(sys.argv[2]).items():
     before = peak()
-    out = run_builtin(ctx, name, args)
+    out = REGISTRY.run(ctx, name, args)
     rows[name] = {"grew_mb": peak() - before, "error": out.is_error, "head": out.text[:300], "tail": out.text[-300:]}
 print(json.dumps(rows))
 """
@@ -142,24 +145,24 @@ def test_a_sparse_giant_never_enters_the_apps_memory(work: Path, sparse_giant: P
     assert not read["error"] and "Line 1 is longer than the 50KB limit" in read["tail"]
 
 
-def test_grep_shows_the_start_of_an_overlong_line_with_its_number(ctx: BuiltinContext, work: Path) -> None:
+def test_grep_shows_the_start_of_an_overlong_line_with_its_number(ctx: ToolContext, work: Path) -> None:
     # Quotes, backslashes and two-byte characters: the line's JSON is cut mid-escape and mid-character.
     (work / "wide.txt").write_text("first\n" + 'é"\\' * 60_000 + " needle\nlast needle\n")
-    out = run_builtin(ctx, "grep", {"pattern": "needle", "path": "wide.txt"})
+    out = REGISTRY.run(ctx, "grep", {"pattern": "needle", "path": "wide.txt"})
     rows = out.text.splitlines()
     assert rows[0] == "wide.txt:2:" + ('é"\\' * 200)[:MAX_LINE_CHARS] + " [... line cut]", rows[0][:80]
     assert rows[1] == "wide.txt:3:last needle" and out.details["matches"] == 2
 
 
-def test_ls_never_follows_links(ctx: BuiltinContext, work: Path) -> None:
+def test_ls_never_follows_links(ctx: ToolContext, work: Path) -> None:
     (work / "etc").symlink_to("/etc")  # a host folder that exists ...
     (work / "guess").symlink_to("/no-such-host-folder")  # ... and one that does not: listed alike
     (work / "loop").symlink_to("loop")
     (work / "ping").symlink_to("pong")
     (work / "pong").symlink_to("ping")
-    out = run_builtin(ctx, "ls", {})
+    out = REGISTRY.run(ctx, "ls", {})
     assert not out.is_error, out.text
     assert out.text.splitlines() == ["dataroom/", "etc", "guess", "loop", "notes.md", "ping", "pong"]
-    inside = run_builtin(ctx, "ls", {"path": "loop"})
+    inside = REGISTRY.run(ctx, "ls", {"path": "loop"})
     assert inside.is_error and inside.text == "'loop' is a symbolic link loop"  # and no host path
-    assert run_builtin(ctx, "read", {"path": "ping"}).text == "'ping' is a symbolic link loop"
+    assert REGISTRY.run(ctx, "read", {"path": "ping"}).text == "'ping' is a symbolic link loop"

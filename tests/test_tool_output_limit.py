@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_engine, write_tree
+from conftest import catalog_result, make_engine, write_tree
 from searchbox.dataroom.workspace import prepare_work_dir
 
-from searchbox.tools.builtins import BUILTIN_TOOLS, BuiltinContext, run_builtin
-from searchbox.tools.catalog import enabled_tools, load_catalog
 from searchbox.tools.excerpt import excerpt, term_weights, word_key
-from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
+from searchbox.tools.registry import REGISTRY, enabled_tools, offered_tools
 from searchbox.tools.sources import SourceLedger
+from searchbox.tools.tool import ToolContext
 
-EVERY_SPEC = [tool.spec for tool in BUILTIN_TOOLS.values()] + list(load_catalog())
+EVERY_SPEC = list(REGISTRY.values())
 
 
 @pytest.mark.parametrize("spec", EVERY_SPEC, ids=lambda spec: spec.name)
@@ -35,7 +34,7 @@ def test_a_brief_schema_keeps_what_a_call_needs(spec) -> None:
 
 
 def test_a_default_run_s_tools_take_half_the_prompt_when_brief() -> None:
-    offered = [tool.spec for tool in BUILTIN_TOOLS.values()] + enabled_tools(None)
+    offered = offered_tools(enabled_tools(None), bash=True).values()
 
     def size(descriptions: str) -> int:
         return sum(len(json.dumps(spec.openai_schema(descriptions))) for spec in offered)
@@ -55,11 +54,11 @@ def test_a_search_past_the_limit_shows_excerpts_around_the_query_then_leaves_res
     work = prepare_work_dir(tmp_path / "job", write_tree(tmp_path / "room", long_documents(6)))
     engine = make_engine(work, packaged_settings, minilm)
     query = {"query": "renewal fee of the contract", "k": 8}
-    everything = run_catalog_tool(ToolContext(work, engine, SourceLedger()), "keyword_search", query)
+    everything = catalog_result(ToolContext(work, SourceLedger(), retrieval=lambda: engine), "keyword_search", query)
     assert len(everything["results"]) == 6 and "note" not in everything
 
-    fitted = ToolContext(work, engine, SourceLedger(), max_bytes=4096)
-    excerpts = run_catalog_tool(fitted, "keyword_search", query)
+    fitted = ToolContext(work, SourceLedger(), max_bytes=4096, retrieval=lambda: engine)
+    excerpts = catalog_result(fitted, "keyword_search", query)
     assert [r["path"] for r in excerpts["results"]] == [r["path"] for r in everything["results"]]
     assert excerpts["note"].startswith("texts are excerpts around the query's words")
     assert "4KB tool output limit" in excerpts["note"] and "left out" not in excerpts["note"]
@@ -68,8 +67,8 @@ def test_a_search_past_the_limit_shows_excerpts_around_the_query_then_leaves_res
         assert "The renewal fee of contract" in short["text"]  # the window is where the query's words are
     assert len(json.dumps(excerpts, indent=1).encode()) <= 4096
 
-    tight = ToolContext(work, engine, SourceLedger(), max_bytes=1024)
-    fewer = run_catalog_tool(tight, "keyword_search", query)
+    tight = ToolContext(work, SourceLedger(), max_bytes=1024, retrieval=lambda: engine)
+    fewer = catalog_result(tight, "keyword_search", query)
     shown = fewer["results"]
     assert 1 <= len(shown) < len(everything["results"])
     assert fewer["note"].endswith(f"{len(everything['results']) - len(shown)} more results left out"[-40:])
@@ -107,12 +106,12 @@ def test_builtins_cut_at_the_limit_and_say_how_to_read_on(tmp_path: Path) -> Non
     work = tmp_path / "work"
     (work / "dataroom").mkdir(parents=True)
     (work / "dataroom" / "long.txt").write_text("".join(f"line {n}: {'x' * 60}\n" for n in range(1, 501)))
-    ctx = BuiltinContext(work, SourceLedger(), max_bytes=2048)
-    read = run_builtin(ctx, "read", {"path": "dataroom/long.txt"})
+    ctx = ToolContext(work, SourceLedger(), max_bytes=2048)
+    read = REGISTRY.run(ctx, "read", {"path": "dataroom/long.txt"})
     assert len(read.text.encode()) < 2048 + 300
     last = read.details["last_line"]
     assert 20 <= last < 40 and f"Use offset={last + 1} to continue" in read.text and "(2KB limit)" in read.text
-    grep = run_builtin(ctx, "grep", {"pattern": "line", "path": "dataroom", "limit": 1000})
+    grep = REGISTRY.run(ctx, "grep", {"pattern": "line", "path": "dataroom", "limit": 1000})
     assert "2000 lines or 2KB, whichever comes first output limit reached" in grep.text
-    bash = run_builtin(ctx, "bash", {"command": "cat dataroom/long.txt"})
+    bash = REGISTRY.run(ctx, "bash", {"command": "cat dataroom/long.txt"})
     assert "line 500:" in bash.text and "line 1:" not in bash.text and "(2KB limit)" in bash.text

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from searchbox.tools.retrieval_tools import ToolContext, run_catalog_tool
+from conftest import catalog_result
+from searchbox.tools.registry import REGISTRY
+from searchbox.tools.tool import ToolContext, ToolResult
+
+
+def refusal(ctx: ToolContext, name: str, args: dict) -> ToolResult:
+    result = REGISTRY.run(ctx, name, args)
+    assert result.is_error and result.data is None
+    return result
 
 
 def top_paths(result: dict) -> list[str]:
@@ -13,7 +21,7 @@ def top_paths(result: dict) -> list[str]:
 
 
 def test_search_dataroom_finds_the_paraphrased_fact(tool_context: ToolContext) -> None:
-    result = run_catalog_tool(tool_context, "search_dataroom", {"query": "how many vacation days do employees get", "k": 3})
+    result = catalog_result(tool_context, "search_dataroom", {"query": "how many vacation days do employees get", "k": 3})
     assert result["mode"] == "dense"
     assert top_paths(result)[0] == "dataroom/hr/handbook.md"
     first = result["results"][0]
@@ -22,27 +30,27 @@ def test_search_dataroom_finds_the_paraphrased_fact(tool_context: ToolContext) -
 
 
 def test_results_are_recorded_in_the_ledger_once(tool_context: ToolContext) -> None:
-    run_catalog_tool(tool_context, "search_dataroom", {"query": "office lease end date", "k": 2})
-    run_catalog_tool(tool_context, "search_dataroom", {"query": "office lease end date", "k": 2})
+    catalog_result(tool_context, "search_dataroom", {"query": "office lease end date", "k": 2})
+    catalog_result(tool_context, "search_dataroom", {"query": "office lease end date", "k": 2})
     sources = tool_context.ledger.sources()
     assert [s.id for s in sources] == ["s1", "s2"]
     assert sources[0].path.startswith("dataroom/")
 
 
 def test_paths_limit_the_scope(tool_context: ToolContext) -> None:
-    result = run_catalog_tool(tool_context, "search_dataroom", {"query": "money", "k": 8, "paths": ["dataroom/finance"]})
+    result = catalog_result(tool_context, "search_dataroom", {"query": "money", "k": 8, "paths": ["dataroom/finance"]})
     assert set(top_paths(result)) == {"dataroom/finance/revenue_2025.md", "dataroom/finance/costs.md"}
-    result = run_catalog_tool(tool_context, "keyword_search", {"query": "euros", "paths": ["legal/"]})
+    result = catalog_result(tool_context, "keyword_search", {"query": "euros", "paths": ["legal/"]})
     assert result["results"] == []
 
 
 def test_keyword_search_ranks_exact_terms(tool_context: ToolContext) -> None:
-    result = run_catalog_tool(tool_context, "keyword_search", {"query": "Frankfurt data centre", "k": 2})
+    result = catalog_result(tool_context, "keyword_search", {"query": "Frankfurt data centre", "k": 2})
     assert result["mode"] == "bm25" and top_paths(result)[0] == "dataroom/finance/costs.md"
 
 
 def test_answer_question_reranks_a_wide_candidate_set(tool_context: ToolContext) -> None:
-    result = run_catalog_tool(tool_context, "answer_question", {"question": "When does the lease expire?", "k": 2})
+    result = catalog_result(tool_context, "answer_question", {"question": "When does the lease expire?", "k": 2})
     assert result["candidates"] == 5  # the whole small dataroom: max(20, 6k) capped by its size
     assert result["reranker"] == "cosine"
     assert top_paths(result)[0] == "dataroom/legal/lease.txt"
@@ -51,49 +59,49 @@ def test_answer_question_reranks_a_wide_candidate_set(tool_context: ToolContext)
 
 def test_hybrid_mode_fuses_dense_and_bm25(tool_context: ToolContext) -> None:
     tool_context.engine.settings = tool_context.engine.settings.with_overrides(search_mode="hybrid")
-    result = run_catalog_tool(tool_context, "search_dataroom", {"query": "hardware security keys", "k": 2})
+    result = catalog_result(tool_context, "search_dataroom", {"query": "hardware security keys", "k": 2})
     assert result["mode"] == "hybrid" and top_paths(result)[0] == "dataroom/tech/security.md"
 
 
 def test_embed_texts_appends_vectors_inside_work(tool_context: ToolContext, small_work: Path) -> None:
-    result = run_catalog_tool(tool_context, "embed_texts", {"texts": ["alpha", "beta"], "out": "vec/out.jsonl"})
+    result = catalog_result(tool_context, "embed_texts", {"texts": ["alpha", "beta"], "out": "vec/out.jsonl"})
     assert result["path"] == "vec/out.jsonl" and result["count"] == 2 and result["dim"] == 384
-    run_catalog_tool(tool_context, "embed_texts", {"texts": ["gamma"], "out": "vec/out.jsonl", "role": "query"})
+    catalog_result(tool_context, "embed_texts", {"texts": ["gamma"], "out": "vec/out.jsonl", "role": "query"})
     lines = [json.loads(line) for line in (small_work / "vec/out.jsonl").read_text().splitlines()]
     assert [row["text"] for row in lines] == ["alpha", "beta", "gamma"] and lines[2]["role"] == "query"
     assert len(lines[0]["vector"]) == 384
 
 
 def test_embed_texts_refuses_dataroom_and_escapes(tool_context: ToolContext, small_work: Path) -> None:
-    inside = run_catalog_tool(tool_context, "embed_texts", {"texts": ["x"], "out": "dataroom/evil.jsonl"})
-    assert "read-only" in inside["error"]
-    outside = run_catalog_tool(tool_context, "embed_texts", {"texts": ["x"], "out": "../escape.jsonl"})
-    assert "outside the working folder" in outside["error"]
+    inside = refusal(tool_context, "embed_texts", {"texts": ["x"], "out": "dataroom/evil.jsonl"})
+    assert "read-only" in inside.text
+    outside = refusal(tool_context, "embed_texts", {"texts": ["x"], "out": "../escape.jsonl"})
+    assert "outside the working folder" in outside.text
     assert not (small_work.parent / "escape.jsonl").exists()
 
 
 def test_rerank_similarity_classify_cluster_select(tool_context: ToolContext) -> None:
     docs = ["The cat sat on the mat.", "Quarterly revenue grew strongly.", "A kitten slept on the rug."]
-    reranked = run_catalog_tool(tool_context, "rerank", {"query": "sales growth", "documents": docs, "top_n": 2})
+    reranked = catalog_result(tool_context, "rerank", {"query": "sales growth", "documents": docs, "top_n": 2})
     assert [r["index"] for r in reranked["results"]][0] == 1 and len(reranked["results"]) == 2
 
-    pairwise = run_catalog_tool(tool_context, "similarity", {"a": docs[:2], "b": [docs[2], docs[1]]})
+    pairwise = catalog_result(tool_context, "similarity", {"a": docs[:2], "b": [docs[2], docs[1]]})
     assert len(pairwise["pairwise"]) == 2 and abs(pairwise["pairwise"][1] - 1.0) < 1e-4
-    matrix = run_catalog_tool(tool_context, "similarity", {"a": docs, "b": ["cats"]})
+    matrix = catalog_result(tool_context, "similarity", {"a": docs, "b": ["cats"]})
     assert len(matrix["matrix"]) == 3 and len(matrix["matrix"][0]) == 1
 
-    classified = run_catalog_tool(tool_context, "classify", {"texts": docs, "labels": ["animals", "finance"]})
+    classified = catalog_result(tool_context, "classify", {"texts": docs, "labels": ["animals", "finance"]})
     assert [r["label"] for r in classified["results"]] == ["animals", "finance", "animals"]
 
-    clusters = run_catalog_tool(tool_context, "cluster", {"texts": docs + [docs[1]], "threshold": 0.9})
+    clusters = catalog_result(tool_context, "cluster", {"texts": docs + [docs[1]], "threshold": 0.9})
     assert [1, 3] in [c["members"] for c in clusters["clusters"]]
 
-    diverse = run_catalog_tool(tool_context, "select_diverse", {"texts": docs + [docs[0]], "k": 2})
+    diverse = catalog_result(tool_context, "select_diverse", {"texts": docs + [docs[0]], "k": 2})
     assert diverse["near_duplicates_dropped"] == [3] and len(diverse["selected"]) == 2
 
 
 def test_errors_come_back_as_results(tool_context: ToolContext) -> None:
-    assert "unknown tool" in run_catalog_tool(tool_context, "delete_everything", {})["error"]
-    assert "needs the argument" in run_catalog_tool(tool_context, "rerank", {"query": "x"})["error"]
-    clamped = run_catalog_tool(tool_context, "search_dataroom", {"query": "x", "k": 999})
-    assert len(clamped["results"]) == 5 and clamped["argument_notes"]
+    assert "There is no tool named 'delete_everything'" in refusal(tool_context, "delete_everything", {}).text
+    assert "needs the argument" in refusal(tool_context, "rerank", {"query": "x"}).text
+    clamped = REGISTRY.run(tool_context, "search_dataroom", {"query": "x", "k": 999})
+    assert len(clamped.data["results"]) == 5 and clamped.details["argument_notes"]

@@ -27,8 +27,8 @@ from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.cancel import Cancelled
-from searchbox.tools.builtins import ToolOutput, cut_output
 from searchbox.tools.gist import result_gist
+from searchbox.tools.tool import ToolResult
 
 _PREVIEW_CHARS = 400
 _REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered with a nudge instead
@@ -37,7 +37,7 @@ _REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered wit
 class Toolbox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
-    def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolOutput: ...
+    def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult: ...
 
 
 class _TurnOver(Exception):
@@ -276,9 +276,9 @@ class AgentLoop:
                                     raw_arguments=call.raw_arguments))
         started = time.monotonic()
         if crashed:
-            output = cut_output(call.name, Cancelled("crashed"))
+            output = ToolResult.cut(call.name, Cancelled("crashed"))
         elif repeats > _REPEAT_LIMIT:
-            output = ToolOutput(
+            output = ToolResult(
                 text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
                 "the result is above. Try a different query or tool, or reply with your answer.",
                 is_error=True, details={"repeated": repeats},

@@ -20,7 +20,7 @@ from searchbox.llm.parsing import parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
 from searchbox.records.job_folder import ANSWER_NAME
 from searchbox.settings import Settings
-from searchbox.tools.catalog import ToolArgumentError, validate_arguments
+from searchbox.tools.arguments import ToolArgumentError, validate_arguments
 
 
 

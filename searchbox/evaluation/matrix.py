@@ -16,7 +16,8 @@ from typing import Any
 
 from searchbox.builtin import ASSETS_DIR
 from searchbox.settings import EFFORT_PRESETS, Settings, SettingsError, knob_fields
-from searchbox.tools.catalog import enabled_tools, load_catalog
+from searchbox.tools.catalog import CATALOG_TOOLS
+from searchbox.tools.registry import enabled_tools
 
 DEFAULT_MATRIX_PATH = ASSETS_DIR / "ablation_matrix.json"
 _KNOBS = {f.name for f in knob_fields()}
@@ -48,7 +49,7 @@ class MatrixEntry:
 
 def _default_matrix() -> dict[str, Any]:
     """Four tool sets, each at budget 1 (stop after the first turn) and at a forced budget of 4."""
-    catalog = load_catalog()
+    catalog = CATALOG_TOOLS
     tool_sets = {
         "high": ",".join(t.name for t in catalog if t.group == "high"),
         "low": ",".join(t.name for t in catalog if t.group == "low"),

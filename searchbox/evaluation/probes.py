@@ -19,7 +19,7 @@ from searchbox.agent.toolbox import RunToolbox
 from searchbox.builtin import BUILTIN_DATAROOM
 from searchbox.llm.types import Message, Tool, ToolCall, ToolChoice, dump_arguments
 from searchbox.settings import Settings
-from searchbox.tools.catalog import CatalogTool
+from searchbox.tools.registry import ToolRegistry
 from searchbox.workspace import Workspace
 
 DEFAULT_PROBES = Path(__file__).with_name("conformance_probes.json")
@@ -64,7 +64,7 @@ class Situation:
     probe: Probe
     messages: list[Message]
     tools: list[Tool] | None  # None after a wrap-up, as the loop sends it
-    specs: dict[str, CatalogTool]  # the tools on offer, for validating the arguments of a call
+    specs: ToolRegistry  # the tools on offer, for validating the arguments of a call
 
 
 def load_probes(path: Path = DEFAULT_PROBES) -> list[Probe]:
@@ -126,7 +126,7 @@ def build_situations(probes: list[Probe], settings: Settings, source: Path = BUI
             for n, step in enumerate(probe.history):
                 messages += _replay(toolbox, step, f"call_{n}", probe.id)
             tools = None if probe.tool_choice == "none" else toolbox.schemas()
-            situations.append(Situation(probe, messages, tools, toolbox.specs))
+            situations.append(Situation(probe, messages, tools, toolbox.tools))
     return situations, skipped
 
 

@@ -19,14 +19,13 @@ from plotly.subplots import make_subplots
 
 from searchbox.charts import HEIGHT, ToolColors, empty_figure, layout
 from searchbox.evaluation.questions import QUESTION_TYPES
-from searchbox.tools.builtins import BUILTIN_TOOLS
-from searchbox.tools.catalog import load_catalog
+from searchbox.tools.registry import REGISTRY
 
 # A verdict as a number, so a mean is an accuracy that gives half credit for a partial answer.
 _ACCURACY_AXIS = "accuracy (correct 1, partial ½)"
 _CONFIG_COLORS = plotly.colors.qualitative.Set2
 # Each tool's colour in every chart, the dashboard's too: by its place among the built-ins and the catalog.
-TOOL_COLORS = ToolColors([*BUILTIN_TOOLS, *(tool.name for tool in load_catalog())])
+TOOL_COLORS = ToolColors(list(REGISTRY))
 
 
 def entries(df: pd.DataFrame) -> list[str]:

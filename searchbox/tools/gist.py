@@ -11,6 +11,8 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from searchbox.tools.tool import ARGUMENT_NOTES
+
 _CHARS = 120
 _FILES_SHOWN = 3
 _NOTE = re.compile(r"^\[(Showing .*?|\d+ more lines in file.*?)\]$", re.M)
@@ -23,16 +25,15 @@ def result_gist(name: str, text: str, details: dict[str, Any] | None, is_error: 
         lines = len(text.splitlines())
         ended = "timed out" if details.get("timed_out") else f"exit {details['exit_code']}"
         return f"{ended}, {lines} line{'s' if lines != 1 else ''} of output"
-    parsed = _json(text)
     if is_error:
-        message = parsed.get("error") if isinstance(parsed, dict) else None
-        return _clip(str(message)) if message else _first_line(text)
+        return _first_line(text)
     if name == "grep" and "matches" in details:
         files = list(dict.fromkeys(_GREP_ROW.findall(text)))
         return f"{details['matches']} matches" + (f" in {_files(files)}" if files else "")
     if name == "read":
         note = _NOTE.search(text)
         return note.group(1) if note else f"{len(text.splitlines())} lines (the whole file)"
+    parsed = _json(text.split(ARGUMENT_NOTES)[0])  # a catalog tool's JSON, less the notes after it
     if isinstance(parsed, dict) and isinstance(parsed.get("results"), list):
         hits = parsed["results"]
         files = list(dict.fromkeys(str(h.get("path", "")) for h in hits if isinstance(h, dict) and h.get("path")))

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from searchbox.records.job_folder import DATAROOM_NAME
-from searchbox.tools.catalog import ToolArgumentError
+from searchbox.tools.arguments import ToolArgumentError
 
 DATAROOM_DIR = DATAROOM_NAME
 # The tools' own scratch space inside work/ (bash spill files, TMPDIR): never inside dataroom/.

@@ -1,7 +1,8 @@
-"""The dataroom explorer: load a dataroom, see which files were read, run any catalog tool on it.
+"""The dataroom explorer: load a dataroom, see which files were read, run any tool on it, built-in or
+catalog.
 
 It renders what the core returns (ingestion statuses, tool results); all work happens in
-`searchbox.workspace` and the catalog tools, the same path the CLI takes.
+`searchbox.workspace` and the run's toolbox, the same path the CLI's `tool` command takes.
 """
 
 from __future__ import annotations
@@ -13,27 +14,33 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.builtin import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.dataroom.workspace import remove_job_folder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import RETRIEVAL_PRESETS, Settings
-from searchbox.tools.catalog import CatalogTool, catalog_by_name, load_catalog
-from searchbox.tools.retrieval_tools import run_catalog_tool
+from searchbox.tools.catalog import CATALOG_TOOLS
+from searchbox.tools.tool import Tool
 from searchbox.workspace import Workspace
 
 STATUS_COLUMNS = ["path", "status", "reason", "chars", "chunks"]
 RESULT_COLUMNS = ["id", "path", "chunk", "score", "text"]
 _WORKSPACE_TTL_S = 3600  # a visitor's loaded dataroom is removed an hour after its last use, or when they leave
-_SAMPLE_TEXT = {"query": "What changed in the customer contract?", "question": "When does the office lease end?"}
+_SAMPLE_VALUES: dict[str, Any] = {
+    "query": "What changed in the customer contract?", "question": "When does the office lease end?",
+    "pattern": "lease", "command": "ls dataroom", "path": "dataroom/00_index/README.txt", "content": "notes",
+    "edits": [{"oldText": "old text", "newText": "new text"}],
+}
 
 
-def example_arguments(tool: CatalogTool) -> str:
+def example_arguments(tool: Tool) -> str:
     """A starting JSON for a tool: its required arguments with sample values, and its defaults."""
     args: dict[str, Any] = {}
     for name, schema in tool.parameters["properties"].items():
         if name in tool.parameters.get("required", []):
-            args[name] = ["first text", "second text"] if schema["type"] == "array" else _SAMPLE_TEXT.get(name, "text")
+            texts = ["first text", "second text"] if schema["type"] == "array" else "text"
+            args[name] = _SAMPLE_VALUES.get(name, texts)
         elif "default" in schema:
             args[name] = schema["default"]
     return json.dumps(args, indent=2)
@@ -82,10 +89,11 @@ def run_tool(workspace: Workspace | None, name: str, raw_args: str, settings: Se
         args = json.loads(raw_args or "{}")
     except json.JSONDecodeError as exc:
         raise gr.Error(f"The arguments are not valid JSON: {exc}") from exc
-    result = run_catalog_tool(workspace.tool_context(), name, args)
-    rows = [[r.get(c, "") for c in RESULT_COLUMNS] for r in result.get("results", []) if "path" in r]
+    result = RunToolbox(workspace, workspace.settings, every_catalog_tool=True).call(name, args, None)
+    found = (result.data or {}).get("results", [])
+    rows = [[r.get(c, "") for c in RESULT_COLUMNS] for r in found if isinstance(r, dict) and "path" in r]
     # Shown as JSON text: a JSON component would make API clients fetch every "path" as a file.
-    return workspace, rows, json.dumps(result, indent=2, ensure_ascii=False)
+    return workspace, rows, json.dumps(result.record(), indent=2, ensure_ascii=False)
 
 
 def build_explorer(settings: Settings) -> None:
@@ -99,16 +107,17 @@ def build_explorer(settings: Settings) -> None:
             load_button = gr.Button("Load dataroom", variant="secondary")
             summary = gr.Markdown()
     statuses = gr.Dataframe(headers=STATUS_COLUMNS, label="Files", interactive=False, max_height=300)
-    tools = [t.name for t in load_catalog()]
+    _, offered = tools_on_offer(settings, every_catalog_tool=True)
+    first = CATALOG_TOOLS[0]  # the explorer is mostly for retrieval studies: it opens on a search
     with gr.Row():
-        tool = gr.Dropdown(tools, value=tools[0], label="Catalog tool")
-        arguments = gr.Code(example_arguments(load_catalog()[0]), language="json", label="Arguments")
+        tool = gr.Dropdown(list(offered), value=first.name, label="Tool", info="The built-ins, then the catalog tools")
+        arguments = gr.Code(example_arguments(first), language="json", label="Arguments")
     run_button = gr.Button("Run tool", variant="primary")
     results = gr.Dataframe(headers=RESULT_COLUMNS, label="Results", interactive=False, wrap=True)
     raw = gr.Code(language="json", label="Full result", interactive=False)
 
     load_button.click(lambda up, previous, chosen: load_dataroom(up, settings, previous, chosen),
                       [upload, workspace, preset], [workspace, summary, statuses], api_name="load_dataroom")
-    tool.change(lambda name: example_arguments(catalog_by_name()[name]), [tool], [arguments], api_name=False)
+    tool.change(lambda name: example_arguments(offered[name]), [tool], [arguments], api_name=False)
     run_button.click(lambda ws, name, args, chosen: run_tool(ws, name, args, settings, chosen),
                      [workspace, tool, arguments, preset], [workspace, results, raw], api_name="run_tool")

@@ -24,7 +24,7 @@ from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError, without_userinfo
-from searchbox.tools.catalog import load_catalog
+from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
@@ -270,7 +270,7 @@ class RunView:
     # -- layout -------------------------------------------------------------------------------
 
     def build(self, owner: gr.BrowserState) -> None:
-        catalog = load_catalog()
+        catalog = CATALOG_TOOLS
         high = [t.name for t in catalog if t.group == "high"]
         low = [t.name for t in catalog if t.group == "low"]
         defaults = {t.name for t in catalog if t.default}

@@ -1,86 +1,24 @@
-"""The tool catalog (catalog.json): the one list of catalog tools both the agent and the UI read.
-
-Also: which tools a run gets (SEARCHBOX_TOOLS), and argument validation that coerces and clamps,
-so a small model's silly value (k=10000, "5" for 5, one string for a list) gets a bounded,
-sensible call instead of a crash.
+"""Argument validation for every tool, against its JSON schema: it coerces and clamps, so a small
+model's silly value (k=10000, "5" for 5, one string for a list) gets a bounded, sensible call instead
+of a crash, and raises ToolArgumentError, the one way a tool refuses, when nothing sensible is left.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from searchbox.settings import SettingsError
-
-CATALOG_PATH = Path(__file__).with_name("catalog.json")
+if TYPE_CHECKING:
+    from searchbox.tools.tool import Tool
 
 
 class ToolArgumentError(ValueError):
-    """Arguments that cannot be made valid; the message goes back to the model."""
+    """Arguments that cannot be made valid, or a call the tool refuses (a path outside work/, a file
+    that is not there); the message goes back to the model."""
 
 
-@dataclass(frozen=True)
-class CatalogTool:
-    name: str
-    group: str  # "high" or "low"
-    default: bool
-    description: str
-    parameters: dict[str, Any]
-    brief: str  # one line, for TOOL_DESCRIPTIONS=brief
-
-    def openai_schema(self, descriptions: str = "full") -> dict[str, Any]:
-        """The function-calling schema; "brief" keeps the one-line description and the arguments' names,
-        types, defaults and choices (about half the prompt tokens)."""
-        if descriptions == "brief":
-            description, parameters = self.brief, _brief_schema(self.parameters)
-        else:
-            description, parameters = self.description, self.parameters
-        return {"type": "function", "function": {"name": self.name, "description": description, "parameters": parameters}}
-
-
-# What a brief schema leaves out: prose and bounds (arguments are still validated against the full schema).
-_DETAIL_KEYS = {"description", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"}
-
-
-def _brief_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    brief = {key: value for key, value in schema.items() if key not in _DETAIL_KEYS}
-    if "properties" in brief:
-        brief["properties"] = {name: _brief_schema(prop) for name, prop in brief["properties"].items()}
-    if isinstance(brief.get("items"), dict):
-        brief["items"] = _brief_schema(brief["items"])
-    return brief
-
-
-@lru_cache(maxsize=1)
-def load_catalog() -> tuple[CatalogTool, ...]:
-    raw = json.loads(CATALOG_PATH.read_text())
-    return tuple(CatalogTool(**entry) for entry in raw["tools"])
-
-
-def catalog_by_name() -> dict[str, CatalogTool]:
-    return {tool.name: tool for tool in load_catalog()}
-
-
-def enabled_tools(selection: str | None) -> list[CatalogTool]:
-    """SEARCHBOX_TOOLS semantics: None = catalog defaults, "" = none, "a,b" = exactly those."""
-    catalog = load_catalog()
-    if selection is None:
-        return [t for t in catalog if t.default]
-    names = [n.strip() for n in selection.split(",") if n.strip()]
-    by_name = catalog_by_name()
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise SettingsError(
-            f"SEARCHBOX_TOOLS names unknown tool(s) {', '.join(unknown)}; the catalog has {', '.join(by_name)}"
-        )
-    return [by_name[n] for n in dict.fromkeys(names)]
-
-
-def validate_arguments(tool: CatalogTool, args: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+def validate_arguments(tool: Tool, args: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
     """Coerce and clamp `args` against the tool's schema. Returns (clean arguments, notes on what
     was changed). Raises ToolArgumentError when a required argument is missing or unusable."""
     if args is None:

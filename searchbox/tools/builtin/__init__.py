@@ -1,0 +1,6 @@
+"""The seven built-in tools, with the Pi coding agent's semantics (SPEC 2.4), one module each with its
+schema beside its function. Paths stay inside work/ and nothing is written inside dataroom/ (SPEC 5)."""
+
+from searchbox.tools.builtin import bash, edit, find, grep, ls, read, write
+
+BUILTIN_TOOLS = (read.read, bash.bash, edit.edit, write.write, grep.grep, find.find, ls.ls)

@@ -1,0 +1,145 @@
+"""The ranked searches of the catalog: dense (search_dataroom), lexical (keyword_search) and search
+then rerank (answer_question). Chunks carry their source id (from the ledger), path (relative to the
+working folder, so `read` can open it), chunk index, score and text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from searchbox.retrieval.engine import Hit
+from searchbox.tools.catalog.results import json_result
+from searchbox.tools.excerpt import excerpt, term_weights
+from searchbox.tools.paths import DATAROOM_DIR, dataroom_relative
+from searchbox.tools.tool import ToolContext, ToolResult, tool
+from searchbox.tools.truncate import format_size
+
+# What a result's JSON adds around its rows (mode, notes); the shortest excerpt worth showing.
+_ENVELOPE_BYTES = 600
+_MIN_EXCERPT_CHARS = 200
+
+# The arguments search_dataroom and keyword_search share, so that the two are compared on equal terms.
+_CHUNKS = {"type": "integer", "description": "how many chunks to return", "default": 8, "minimum": 1, "maximum": 50}
+_PATHS = {"type": "array", "items": {"type": "string"}, "maxItems": 100,
+          "description": "limit the search to these files or folders (relative to dataroom/)"}
+
+
+@tool(
+    brief="Search the dataroom by meaning; returns the best chunks, each with its source id.",
+    description="Semantic (dense embedding) search over the dataroom, or over the given files/folders. Returns the k "
+    "most similar chunks with their source id, path, chunk index, score and text. Good for questions "
+    "phrased differently from the documents.",
+    group="high", default=True,
+    properties={
+        "query": {"type": "string", "description": "what to look for, in natural language", "maxLength": 2000},
+        "k": _CHUNKS,
+        "paths": _PATHS,
+    },
+    required=["query"],
+)
+def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    scope, scope_note = _scope(ctx, args.get("paths"))
+    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], scope)
+    result: dict[str, Any] = {"mode": mode}
+    if scope_note:
+        result["paths_note"] = scope_note
+    if prefiltered:
+        result["prefilter"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
+    return _with_hits(result, ctx, hits, args["query"])
+
+
+@tool(
+    brief="Search the dataroom by keywords (BM25); returns the best chunks, each with its source id.",
+    description="Lexical ranked search (BM25, stemmed) over the dataroom, or over the given files/folders. Returns "
+    "the k best-matching chunks. Good for exact names, numbers and terms.",
+    group="high", default=False,
+    properties={
+        "query": {"type": "string", "description": "keywords to rank by", "maxLength": 2000},
+        "k": _CHUNKS,
+        "paths": _PATHS,
+    },
+    required=["query"],
+)
+def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    scope, scope_note = _scope(ctx, args.get("paths"))
+    hits = ctx.engine.keyword_search(args["query"], args["k"], scope)
+    return _with_hits({"mode": "bm25", **({"paths_note": scope_note} if scope_note else {})}, ctx, hits, args["query"])
+
+
+@tool(
+    brief="Find the passages that best answer a question (search, then rerank), with source ids.",
+    description="Finds the passages that best answer a question: dense retrieval of a wide candidate set, then a "
+    "cross-encoder reranker keeps the k best. Slower than search_dataroom, more precise.",
+    group="high", default=True,
+    properties={
+        "question": {"type": "string", "description": "the question to answer", "maxLength": 2000},
+        "k": {"type": "integer", "description": "how many passages to return", "default": 5,
+              "minimum": 1, "maximum": 20},
+    },
+    required=["question"],
+)
+def answer_question(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    hits, candidates = ctx.engine.answer_candidates(args["question"], args["k"])
+    return _with_hits({"candidates": candidates, "reranker": ctx.engine.reranker().name}, ctx, hits, args["question"])
+
+
+def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The hits as result rows, best first, within the tool output limit, and a note when they had to
+    be made to fit: first each text becomes an excerpt around the query's words (an equal share of the
+    limit), then results past the limit are left out and not cited (no source id the model never saw)."""
+    rows = [_row(ctx, hit) for hit in hits]
+    note = None
+    if _size(rows) > ctx.max_bytes and rows:
+        row_overhead = _size([{**rows[0], "text": ""}]) - _ENVELOPE_BYTES
+        share = (ctx.max_bytes - _ENVELOPE_BYTES) // len(rows) - row_overhead
+        weights = term_weights(query, [row["text"] for row in rows])
+        for row in rows:
+            row["text"] = excerpt(row["text"], weights, max(share, _MIN_EXCERPT_CHARS))
+        note = (f"texts are excerpts around the query's words, to keep within the {format_size(ctx.max_bytes)} "
+                "tool output limit; read a result's path for all of it")
+        kept = len(rows)
+        while kept > 1 and _size(rows[:kept]) > ctx.max_bytes:
+            kept -= 1
+        if kept < len(rows):
+            note += f"; {len(rows) - kept} more result{'s' if len(rows) - kept > 1 else ''} left out"
+            rows = rows[:kept]
+    for row, hit in zip(rows, hits):
+        chunk = ctx.engine.corpus.chunks[hit.chunk]
+        row["id"] = ctx.ledger.cite_chunk(row["path"], chunk.index, chunk.start, chunk.end, chunk.label, chunk.text).id
+    return rows, note
+
+
+def _row(ctx: ToolContext, hit: Hit) -> dict[str, Any]:
+    chunk = ctx.engine.corpus.chunks[hit.chunk]
+    row: dict[str, Any] = {"id": "s000", "path": f"{DATAROOM_DIR}/{chunk.path}", "chunk": chunk.index,
+                           "score": round(hit.score, 4)}
+    if chunk.label:
+        row["location"] = chunk.label
+    row["text"] = chunk.text
+    return row
+
+
+def _size(rows: list[dict[str, Any]]) -> int:
+    """Bytes of the rows as the model sees them (indented JSON), with room for the result's other keys."""
+    return _ENVELOPE_BYTES + len(json.dumps(rows, indent=1, ensure_ascii=False).encode())
+
+
+def _with_hits(result: dict[str, Any], ctx: ToolContext, hits: list[Hit], query: str) -> ToolResult:
+    rows, note = _hits(ctx, hits, query)
+    result["results"] = rows
+    if note:
+        result["note"] = note
+    return json_result(ctx, result)
+
+
+def _scope(ctx: ToolContext, paths: list[str] | None) -> tuple[list[str] | None, str | None]:
+    """The dataroom-relative paths to search in, and a note when the paths match no file: then the
+    whole dataroom is searched (a small model invents paths; an error or an empty result only made it
+    repeat the call)."""
+    if not paths:
+        return None, None
+    scope = [dataroom_relative(p) for p in paths]
+    if ctx.engine.scope(scope):
+        return scope, None
+    return None, (f"paths {paths} match no file or folder of dataroom/, so the whole dataroom was searched; "
+                  "take paths from ls or find results")
