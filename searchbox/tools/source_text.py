@@ -13,7 +13,7 @@ from pathlib import Path
 from searchbox.dataroom.extract import ExtractedFile
 from searchbox.records.citation_check import UnreadableSource
 from searchbox.tools.builtin.common import is_document
-from searchbox.tools.catalog import ToolArgumentError
+from searchbox.tools.arguments import ToolArgumentError
 from searchbox.tools.paths import DATAROOM_DIR, confine, open_regular
 from searchbox.tools.sources import Source
 
