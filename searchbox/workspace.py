@@ -18,6 +18,7 @@ from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine, job_encoder
+from searchbox.retrieval.models import embedding_cache_name
 from searchbox.settings import Settings
 from searchbox.tools.paths import DATAROOM_DIR
 from searchbox.tools.source_text import source_text
@@ -109,8 +110,8 @@ class Workspace:
         ids = cited_ids(answer)
         checks = check_answer(answer, set(sources), lambda i: source_text(self.work_dir, sources[i], extracted),
                               self._support)
-        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks,
-                                 self.encoder.model_name if self._support_error is None else None)
+        scored_by = embedding_cache_name(self.settings) if checks and self._support_error is None else None
+        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks, scored_by)
         if self._support_error is not None:
             record["score_error"] = self._support_error
         self._checked = (digest, len(sources), record)

@@ -30,7 +30,7 @@ class RunStats:
 
     @classmethod
     def from_timing(cls, timing: dict[str, Any]) -> RunStats:
-        """Back from timing.json, to go on adding to it (a resumed run) or to draw it."""
+        """Back from timing.json, to draw a past run (a live or resumed run adds up its recorded events instead)."""
         tools = timing.get("tools") or {}
         stats = cls(
             wall_ms=float(timing.get("wall_ms") or 0), llm_ms=float(timing.get("llm_ms") or 0),
