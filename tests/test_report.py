@@ -288,3 +288,21 @@ def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.
     assert calls == [(entries, sorted(TYPES))]  # the default matrix, one question per type
     assert view.status().startswith("Sweep finished") and f"3 of {entries * 5} runs" in view.status()
     assert sweep_folders(settings) == [str(view.sweep.folder)]
+
+
+@pytest.mark.slow
+def test_the_compare_tab_shows_intervals_and_a_paired_comparison_in_the_real_app(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    from app_server import running_app
+
+    home = tmp_path / "home"
+    repeated_sweep(home / "sweeps" / "repeats")  # the app keeps its jobs in home/jobs, its sweeps beside them
+    with running_app(home) as url:
+        client = Client(url, verbose=False)
+        heading, table, pairs, pick_a, pick_b, *_ = client.predict("repeats", api_name="/compare_load")
+        shown = client.predict("repeats", "dense-b3f", "dense-b1", api_name="/compare_pair")
+    assert "72 runs" in heading
+    assert "95% interval" in table["headers"] and ["0.09 – 0.53"] == [r[4] for r in table["data"] if r[0] == "dense-b1"]
+    assert pairs["data"] == [["dense-b1", "dense-b3f", 12, 1, 8, 3, -0.583, "0.039"]]
+    assert "wins 8, loses 1, ties 3" in shown and "p = 0.039" in shown
