@@ -313,7 +313,7 @@ def test_a_killed_sweep_with_repeats_resumes_with_the_missing_repeats(endpoint: 
     first = KillingRunFn("after_run")
     with pytest.raises(KeyboardInterrupt):
         run_sweep(matrix, QUESTIONS[:1], dataroom, out, base, run_fn=first, repeats=2)
-    assert first.jobs == ["kw-b1/lease", "kw-b1/lease@r2", "none-b2f/lease"]
+    assert first.jobs == ["kw-b1/lease", "none-b2f/lease", "kw-b1/lease@r2"]  # every first repeat before a second
     again = KillingRunFn()
     run_sweep(matrix, QUESTIONS[:1], dataroom, out, base, run_fn=again, repeats=2)
     assert again.jobs == ["none-b2f/lease@r2"]

@@ -7,7 +7,8 @@ job folder, scored, and one row of results.jsonl.
                                     and every pair of entries compared question by question
 <out>/sweep.json                    the matrix, question ids, repeats, base knobs, start, end, wall seconds
 
-Repeats: `repeats` runs each (entry, question) that many times; repeat k samples with seed
+Repeats: `repeats` runs each (entry, question) that many times, every entry's first repeat before
+any second one; repeat k samples with seed
 LLM_SEED + k - 1 (LLM_SEED unset: k), the same seed for every entry, so two entries' k-th runs differ
 by their knobs rather than by luck of the draw. Every run records its seed (LLM_SEED in its
 run_meta.json config, `seed` in its row); a run is then repeatable. A later sweep with more repeats
@@ -113,7 +114,9 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
     rows = _completed_rows(out, cells, judge)
     _write_rows(out, cells, rows)  # canonical order; also drops a line torn by a kill
     sweep = _Sweep(out, dataroom, settings, run_fn, rows, len(cells), progress, judge)
-    sweep.run([c for c in cells if _key(*c) not in rows], endpoints or [None])
+    # Repeat by repeat: a sweep stopped early has every entry on the same questions, ready to compare.
+    pending = sorted((c for c in cells if _key(*c) not in rows), key=lambda cell: cell[2])
+    sweep.run(pending, endpoints or [None])
 
     _write_rows(out, cells, rows)
     ordered = [rows[_key(*c)] for c in cells if _key(*c) in rows]
