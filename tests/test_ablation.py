@@ -361,6 +361,9 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
     assert sweep["judge"] == "scripted" and sweep["adhoc_questions"][0]["question"] == QUESTIONS[0]["question"]
     table = summary_table(load_results(out))
     assert "accuracy" not in table and "95% interval" not in table and list(table["citation validity"]) == [1.0, 1.0]
+    # The same folder is the same question: another --query would mix two questions' runs in one file.
+    argv[argv.index("--query") + 1] = "Something else?"
+    assert cli_main(argv) == 2 and "holds a sweep of another question" in capsys.readouterr().err
 
 
 def test_query_refuses_a_question_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

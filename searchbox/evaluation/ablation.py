@@ -98,7 +98,7 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
         if not SAFE_NAME.match(question["id"]):
             raise ValueError(f"question id {question['id']!r} cannot name a job folder")
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_sweep(out, matrix, base)
+    _check_same_sweep(out, matrix, base, questions)
     started = time.time()
     meta = {"matrix": {"entries": [{"name": e.name, "overrides": e.knobs()} for e in matrix]},
             "question_ids": [q["id"] for q in questions], "dataroom": str(dataroom), "endpoints": endpoints or [],
@@ -367,7 +367,7 @@ def _completed_rows(out: Path, cells: list[Cell], judge: ChatModel | None) -> di
     return rows
 
 
-def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings) -> None:
+def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings, questions: list[Question]) -> None:
     """Resuming into a folder of another sweep would mix two experiments in one results file."""
     previous = read_json(out / SWEEP)
     if not isinstance(previous, dict):
@@ -377,6 +377,11 @@ def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings) -> N
         if entry.name in before and before[entry.name] != entry.knobs():
             raise MatrixError(f"{out} holds a sweep in which matrix entry {entry.name!r} had other overrides "
                               f"({before[entry.name]}); sweep into a new --out folder")
+    asked = {q["id"]: q["question"] for q in previous.get("adhoc_questions") or []}
+    for question in questions:
+        if is_adhoc(question) and question["id"] in asked and asked[question["id"]] != question["question"]:
+            raise MatrixError(f"{out} holds a sweep of another question ({asked[question['id']]!r}); "
+                              "sweep into a new --out folder")
     config = base.as_config()
     changed = sorted(k for k, v in (previous.get("base_config") or {}).items() if config.get(k, v) != v)
     if changed:
