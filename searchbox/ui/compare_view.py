@@ -174,7 +174,8 @@ class CompareView:
             rescan = gr.Button("Rescan", scale=0)
             load = gr.Button("Load", variant="primary", scale=0)
         heading = gr.Markdown()
-        table = gr.Dataframe(headers=SUMMARY_COLUMNS, label="Per entry (means per run)", interactive=False)
+        table = gr.Dataframe(headers=SUMMARY_COLUMNS, interactive=False,
+                             label="Per entry: accuracy over questions with its 95% interval; the rest means per run")
         gr.Markdown(INTERVAL_NOTE)
         with gr.Accordion("Paired comparison", open=True):
             with gr.Row():
