@@ -8,9 +8,8 @@ job folder, scored, and one row of results.jsonl.
 <out>/sweep.json                    the matrix, question ids, repeats, base knobs, start, end, wall seconds
 
 Repeats: `repeats` runs each (entry, question) that many times, every entry's first repeat before
-any second one; repeat k samples with seed
-LLM_SEED + k - 1 (LLM_SEED unset: k), the same seed for every entry, so two entries' k-th runs differ
-by their knobs rather than by luck of the draw. Every run records its seed (LLM_SEED in its
+any second one; repeat k samples with seed LLM_SEED + k - 1 (LLM_SEED unset: k), the same seed for
+every entry, so two entries' k-th runs differ by their knobs rather than by luck of the draw. Every run records its seed (LLM_SEED in its
 run_meta.json config, `seed` in its row); a run is then repeatable. A later sweep with more repeats
 into the same folder keeps the runs it has.
 
