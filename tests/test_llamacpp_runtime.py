@@ -93,6 +93,16 @@ def test_a_plain_completion_streams_text_with_usage_and_timings(model: LlamaCppM
 
 
 @pytest.mark.real_model
+def test_a_seed_fixes_the_sampling_and_another_seed_changes_it(model: LlamaCppModel) -> None:
+    def sample(seed: int) -> str:
+        return model.complete(MESSAGES, max_tokens=12, temperature=1.5, seed=seed).text
+
+    first = sample(1)
+    assert sample(1) == first  # the same seed, the same reply, even after other samples
+    assert any(sample(seed) != first for seed in (2, 3, 4))
+
+
+@pytest.mark.real_model
 def test_a_repeated_prompt_reuses_the_kv_cache(model: LlamaCppModel) -> None:
     model.complete(MESSAGES, max_tokens=4, temperature=0)
     again = model.complete(MESSAGES, max_tokens=4, temperature=0)

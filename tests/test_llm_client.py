@@ -48,6 +48,13 @@ def test_streamed_text_arrives_in_order_and_the_response_is_complete() -> None:
     assert body["model"] == "scripted-model" and body["messages"] == MESSAGES and "tools" not in body
 
 
+def test_a_seed_is_sent_when_given_and_left_to_the_server_otherwise() -> None:
+    with ScriptedEndpoint([Reply(text="a"), Reply(text="b")]) as endpoint:
+        list(client(endpoint).stream(MESSAGES, None, max_tokens=8, seed=7))
+        client(endpoint).complete(MESSAGES, max_tokens=8)
+    assert endpoint.requests[0].body["seed"] == 7 and "seed" not in endpoint.requests[1].body
+
+
 def test_a_server_that_reports_no_usage_gets_an_estimate_marked_as_such() -> None:
     # llama-cpp-python's server sends no usage in a stream, whatever stream_options asks.
     reply = Reply(text="The lease runs until 31 March 2029 [s1].", chunk_chars=4, usage=None)

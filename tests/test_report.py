@@ -19,8 +19,9 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from searchbox.evaluation import report_charts as charts
-from searchbox.evaluation.report import (configurations, load_results, report_figures, results_frame, strip_budget,
-                                         summary_table, write_report)
+from searchbox.evaluation.intervals import wilson
+from searchbox.evaluation.report import (configurations, load_results, paired_table, report_figures, results_frame,
+                                         strip_budget, summary_table, write_report)
 from searchbox.settings import Settings
 from searchbox.ui.compare_view import CompareView, sweep_folders
 
@@ -190,12 +191,14 @@ def test_compare_view_loads_a_sweep_folder(tmp_path: Path) -> None:
     view = CompareView(settings)
     with gr.Blocks():
         view.build()
-    heading, table, *figures = view.load("exp1")  # a name under sweeps/ or a full path
+    heading, table, pairs, pick_a, pick_b, *figures = view.load("exp1")  # a name under sweeps/ or a full path
     assert "50 runs" in heading
-    assert isinstance(table, pd.DataFrame) and list(table["entry"]) == list(ENTRIES)
+    assert isinstance(table, pd.DataFrame) and list(table["entry"]) == list(ENTRIES) and "95% interval" in table
+    assert len(pairs) == 10 and pick_a["choices"] == pick_b["choices"] == list(ENTRIES)
+    assert (pick_a["value"], pick_b["value"]) == ("high_level_b1", "high_level_b4")
     assert len(figures) == 6 and all(isinstance(f, go.Figure) for f in figures)
     assert not any(is_empty(f) for f in figures)
-    _, _, *figures = view.load(str(tmp_path / "sweeps" / "exp2"))
+    _, _, _, _, _, *figures = view.load(str(tmp_path / "sweeps" / "exp2"))
     assert is_empty(figures[-1]) and not is_empty(figures[0])  # no retrieval.json there
     with pytest.raises(gr.Error):
         view.load(str(tmp_path / "nowhere"))
@@ -203,6 +206,58 @@ def test_compare_view_loads_a_sweep_folder(tmp_path: Path) -> None:
     with pytest.raises(gr.Error, match="operator"):  # a demo's visitors see only the sweeps folder
         view.load(str(outside))
     assert CompareView(settings.with_overrides(searchbox_operator=True)).load(str(outside))[1] is not None
+
+
+def repeated_sweep(folder: Path) -> Path:
+    """Two entries, twelve questions, three repeats each: forced-3 beats budget 1 on 8 questions (right in
+    every repeat against wrong in every repeat), loses 1, and ties 3 (both right in 2 of 3 repeats)."""
+    rows = []
+    for i in range(12):
+        for repeat in (1, 2, 3):
+            b1 = "wrong" if i < 8 else "correct" if i == 8 else ("correct" if repeat < 3 else "wrong")
+            b3 = "correct" if i < 8 else "wrong" if i == 8 else ("correct" if repeat > 1 else "wrong")
+            for entry, budget, verdict in (("dense-b1", 1, b1), ("dense-b3f", 3, b3)):
+                row = result_row("high_level_b1", i, TYPES[i % 5]) | {"entry": entry, "repeat": repeat, "seed": repeat,
+                                                                     "budget": budget, "force_budget": budget > 1}
+                row["overrides"] = {"SEARCHBOX_TOOLS": "search_dataroom", "TURN_BUDGET": budget}
+                row["score"] = row["score"] | {"verdict": verdict}
+                rows.append(row)
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_repeats_get_intervals_a_paired_test_and_error_bars(tmp_path: Path) -> None:
+    folder = repeated_sweep(tmp_path / "sweeps" / "repeats")
+    df = load_results(folder)
+    table = summary_table(df).set_index("entry")
+    # budget 1: questions 8 (1), 9-11 (2/3 each), the rest 0 -> (1 + 3 * 2/3) / 12 = 0.25
+    low, high = wilson(0.25, 12)
+    assert table.loc["dense-b1", "accuracy"] == 0.25 and table.loc["dense-b1", "questions"] == 12
+    assert table.loc["dense-b1", "95% interval"] == f"{low:.2f} – {high:.2f}" == "0.09 – 0.53"
+    assert table.loc["dense-b3f", "accuracy"] == 0.833 and table.loc["dense-b3f", "runs"] == 36
+
+    [pair] = paired_table(df).to_dict("records")
+    assert pair == {"A": "dense-b1", "B": "dense-b3f", "questions": 12, "A wins": 1, "A loses": 8, "ties": 3,
+                    "mean difference": -0.583, "p (sign test)": "0.039"}
+    assert paired_table(df, [("dense-b3f", "dense-b1")]).iloc[0]["A wins"] == 8
+
+    curve = charts.budget_curve(df)
+    [line] = [t for t in curve.data if t.name == "dense"]
+    assert list(line.x) == [1, 3] and line.error_y.array is not None
+    assert line.y[0] - line.error_y.arrayminus[0] == pytest.approx(low)
+    assert line.y[0] + line.error_y.array[0] == pytest.approx(high)
+
+    text = write_report(folder, on_note=lambda note: None).read_text()
+    assert "95% interval" in text and "0.09 – 0.53" in text and "Wilson" in text
+    assert "Paired comparisons" in text and "0.039" in text and "sign test" in text
+
+    view = CompareView(Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / "jobs")))
+    shown = view.compare("repeats", "dense-b3f", "dense-b1")
+    assert "wins 8, loses 1, ties 3" in shown and "p = 0.039" in shown and "unlikely by chance" in shown
+    assert "accuracy 0.83 (95% interval" in shown and "over 12 questions, 36 runs" in shown
+    with pytest.raises(gr.Error, match="two different"):
+        view.compare("repeats", "dense-b1", "dense-b1")
 
 
 def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,3 +288,21 @@ def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.
     assert calls == [(entries, sorted(TYPES))]  # the default matrix, one question per type
     assert view.status().startswith("Sweep finished") and f"3 of {entries * 5} runs" in view.status()
     assert sweep_folders(settings) == [str(view.sweep.folder)]
+
+
+@pytest.mark.slow
+def test_the_compare_tab_shows_intervals_and_a_paired_comparison_in_the_real_app(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    from app_server import running_app
+
+    home = tmp_path / "home"
+    repeated_sweep(home / "sweeps" / "repeats")  # the app keeps its jobs in home/jobs, its sweeps beside them
+    with running_app(home) as url:
+        client = Client(url, verbose=False)
+        heading, table, pairs, pick_a, pick_b, *_ = client.predict("repeats", api_name="/compare_load")
+        shown = client.predict("repeats", "dense-b3f", "dense-b1", api_name="/compare_pair")
+    assert "72 runs" in heading
+    assert "95% interval" in table["headers"] and ["0.09 – 0.53"] == [r[4] for r in table["data"] if r[0] == "dense-b1"]
+    assert pairs["data"] == [["dense-b1", "dense-b3f", 12, 1, 8, 3, -0.583, "0.039"]]
+    assert "wins 8, loses 1, ties 3" in shown and "p = 0.039" in shown

@@ -90,3 +90,12 @@ def test_switching_preset_per_run_applies_its_bundle() -> None:
     assert (back.embed_model, back.search_mode, back.dense_prefilter) == ("packaged:minilm", "dense", 0)
     mixed = base.with_overrides(retrieval_preset="cpu", search_mode="dense")
     assert mixed.search_mode == "dense" and mixed.rerank_model == "none"
+
+
+def test_the_sampling_seed_is_a_number_or_unset() -> None:
+    assert Settings.resolve(env={}).llm_seed is None
+    assert Settings.resolve(env={"LLM_SEED": "7"}).llm_seed == 7
+    assert Settings.resolve(env={}, llm_seed="42").with_overrides(llm_seed=3).llm_seed == 3
+    assert Settings.resolve(env={"LLM_SEED": " "}).llm_seed is None
+    with pytest.raises(SettingsError, match="LLM_SEED must be a whole number"):
+        Settings.resolve(env={"LLM_SEED": "lucky"})

@@ -77,6 +77,7 @@ def compact(model: ChatModel, session: Session, settings: Settings) -> tuple[str
         {"role": "system", "content": "You write precise handover notes of research sessions."},
         {"role": "user", "content": f"{previous}{render_transcript(older, budget_chars)}\n\n{COMPACTION_INSTRUCTIONS}"},
     ]
-    response = model.complete(prompt, None, max_tokens=min(2048, settings.max_output_tokens), tool_choice="none")
+    response = model.complete(prompt, None, max_tokens=min(2048, settings.max_output_tokens), tool_choice="none",
+                              seed=settings.llm_seed)
     summary = response.text.strip() or render_transcript(older, 2000)
     return summary, response.usage, first_kept

@@ -249,7 +249,7 @@ class AgentLoop:
         tools = None if tool_choice == "none" else self.toolbox.schemas() or None
         try:
             for event in self.model.stream(messages, tools, max_tokens=self.settings.max_output_tokens,
-                                           tool_choice=tool_choice if tools else "auto"):
+                                           tool_choice=tool_choice if tools else "auto", seed=self.settings.llm_seed):
                 if self.control.requested:
                     raise _RunOver(self.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):

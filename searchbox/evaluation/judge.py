@@ -1,5 +1,6 @@
 """An optional LLM judge: the model compares a run's answer with the gold answer and says
-correct / partial / wrong. Its prompt and raw reply are kept, so a verdict can always be audited."""
+correct / partial / wrong. Its prompt and raw reply are kept, so a verdict can always be audited.
+An ad-hoc question (no gold answer: ablate --query) is graded on whether the answer answers it."""
 
 from __future__ import annotations
 
@@ -31,12 +32,32 @@ Judge the facts only, not style, length or citation markers such as [s1].
 Reply with one JSON object and nothing else:
 {{"verdict": "correct" | "partial" | "wrong", "reason": "<one sentence>"}}"""
 
+# With no gold answer the judge can only say whether the question was answered, not whether rightly.
+JUDGE_PROMPT_NO_GOLD = """You grade an answer to a question about a company's documents. There is no reference answer.
+
+Question:
+{question}
+
+Answer to grade:
+{answer}
+
+Judge only whether the answer answers the question, not style, length or citation markers such as [s1].
+- "correct": it answers every part of the question directly and specifically.
+- "partial": it answers some parts, or only vaguely.
+- "wrong": it does not answer the question (off-topic, evasive, or says it found nothing).
+
+Reply with one JSON object and nothing else:
+{{"verdict": "correct" | "partial" | "wrong", "reason": "<one sentence>"}}"""
+
 JUDGE_MAX_TOKENS = 1024  # room for a reasoning model to think before the JSON
 
 
 def judge_answer(model: ChatModel, question: dict[str, Any], answer: str) -> dict[str, Any]:
     """{"model", "prompt", "raw", "verdict", "reason"}; verdict "unknown" when the reply cannot be read."""
-    prompt = JUDGE_PROMPT.format(question=question["question"], gold=question["answer"], answer=answer)
+    if question.get("answer") is None:
+        prompt = JUDGE_PROMPT_NO_GOLD.format(question=question["question"], answer=answer)
+    else:
+        prompt = JUDGE_PROMPT.format(question=question["question"], gold=question["answer"], answer=answer)
     record: dict[str, Any] = {"model": model.model_id, "prompt": prompt, "raw": None}
     try:
         response = model.complete([{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)

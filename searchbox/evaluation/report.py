@@ -21,14 +21,24 @@ from plotly.offline import get_plotlyjs
 
 from searchbox.evaluation import report_charts as charts
 from searchbox.evaluation.files import RESULTS, RETRIEVAL, SWEEP, VERDICT_POINTS
+from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
 from searchbox.records.files import read_json, read_jsonl
 
-SUMMARY_COLUMNS = ["entry", "runs", "accuracy", "fact recall", "citation validity", "citation precision",
-                   "supported citations", "turns", "tokens", "wall s"]
+SUMMARY_COLUMNS = ["entry", "runs", "questions", "accuracy", "95% interval", "fact recall", "citation validity",
+                   "citation precision", "supported citations", "turns", "tokens", "wall s"]
+# Scores against a gold answer: a sweep of ad-hoc questions (ablate --query) has none of them.
+_GOLD_COLUMNS = ["accuracy", "95% interval", "fact recall", "citation precision"]
+PAIRED_COLUMNS = ["A", "B", "questions", "A wins", "A loses", "ties", "mean difference", "p (sign test)"]
+INTERVAL_NOTE = ("Accuracy: correct 1, partial ½, averaged over a question's repeats, then over questions. "
+                 "95% interval: Wilson's score interval with n = questions (repeats of one question are not "
+                 "independent); a question's score lies in [0, 1], so it is conservative under partial credit.")
+PAIRED_NOTE = ("Paired comparison: on each question both scored, A wins if its accuracy (averaged over repeats) "
+               "is higher, loses if lower; p is the exact two-sided sign test of wins against losses (ties left out).")
 _NUMERIC = ["budget", "turns", "tool_calls", "wall_s", "accuracy", "score.fact_recall", "score.citation_validity",
             "score.citation_precision", "score.citation_recall", "score.citation_supported", "tokens.input", "tokens.output",
             "tokens.cacheRead", "tokens.cacheWrite", "tokens.total"]
-_BASE = {"entry": "", "question_id": "", "type": None, "overrides": None, "budget": None, "force_budget": False,
+_BASE = {"entry": "", "question_id": "", "type": None, "repeat": 1, "seed": None, "overrides": None, "budget": None,
+         "force_budget": False,
          "turns": None, "tool_calls": None, "tool_counts": None, "bash_programs": None, "wall_s": None}
 # The budget knobs: entries that differ only in these are one configuration, a line on the budget curve.
 _BUDGET_KNOBS = {"turn_budget", "force_budget"}
@@ -84,21 +94,45 @@ def strip_budget(entry: str, budget: int | None) -> str:
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per entry, in sweep order: runs and the mean accuracy, fact recall, citation validity, citation
-    precision, supported citations (the share the checker found their sources support), turns, tokens
-    and wall seconds of a run."""
+    """Per entry, in sweep order: runs, questions, the mean accuracy over questions with its 95% interval
+    (see intervals.py), and the mean fact recall, citation validity and precision, supported citations
+    (the share the checker found their sources support), turns, tokens and wall seconds of a run.
+    Without a gold answer in the whole sweep the accuracy columns are left out."""
     if df.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     groups = df.groupby("entry", sort=False)
+    intervals = {entry: accuracy_interval(zip(runs["question_id"], runs["accuracy"])) for entry, runs in groups}
     table = pd.DataFrame({
-        "runs": groups.size(), "accuracy": groups["accuracy"].mean(), "fact recall": groups["score.fact_recall"].mean(),
-        "citation validity": groups["score.citation_validity"].mean(),
+        "runs": groups.size(), "questions": groups["question_id"].nunique(),
+        "accuracy": pd.Series({e: i.mean if i else None for e, i in intervals.items()}, dtype=float),
+        "95% interval": pd.Series({e: f"{i.low:.2f} – {i.high:.2f}" if i else None for e, i in intervals.items()},
+                                  dtype=object),
+        "fact recall": groups["score.fact_recall"].mean(), "citation validity": groups["score.citation_validity"].mean(),
         "citation precision": groups["score.citation_precision"].mean(),
         "supported citations": groups["score.citation_supported"].mean(), "turns": groups["turns"].mean(),
         "tokens": groups["tokens.total"].mean(), "wall s": groups["wall_s"].mean(),
-    }).reset_index()
-    return table.round({"accuracy": 3, "fact recall": 3, "citation validity": 3, "citation precision": 3,
-                        "supported citations": 3, "turns": 1, "tokens": 0, "wall s": 1})
+    }).rename_axis("entry").reset_index()
+    table = table.round({"accuracy": 3, "fact recall": 3, "citation validity": 3, "citation precision": 3,
+                         "supported citations": 3, "turns": 1, "tokens": 0, "wall s": 1})
+    return table.drop(columns=_GOLD_COLUMNS) if df["accuracy"].isna().all() else table
+
+
+def paired_table(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """A against B question by question (see intervals.py), for these pairs of entries or every pair in
+    sweep order; pairs with no question scored by both are left out."""
+    scored = df.dropna(subset=["accuracy"]) if not df.empty else df
+    order = list(dict.fromkeys(scored["entry"])) if not scored.empty else []
+    means = {entry: question_means(zip(runs["question_id"], runs["accuracy"]))
+             for entry, runs in scored.groupby("entry", sort=False)}
+    if pairs is None:
+        pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]]
+    rows = []
+    for a, b in pairs:
+        paired = paired_comparison(means.get(a, {}), means.get(b, {}))
+        if paired is not None:
+            rows.append([a, b, paired.questions, paired.wins, paired.losses, paired.ties,
+                         round(paired.mean_difference, 3), format_p(paired.p_value)])
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
 def report_figures(df: pd.DataFrame | None, retrieval: dict[str, Any] | None) -> dict[str, go.Figure]:
@@ -152,7 +186,13 @@ def render_html(name: str, df: pd.DataFrame | None, retrieval: dict[str, Any] | 
                 if not df.empty else "No runs in results.jsonl yet.")
         table = summary_table(df)
         table["tokens"] = table["tokens"].map(lambda n: "–" if pd.isna(n) else f"{n:,.0f}")
-        table = table.to_html(index=False, na_rep="–", border=0, classes="summary")
+        notes = f"<p class='note'>{html.escape(INTERVAL_NOTE)}</p>" if "accuracy" in table else (
+            "<p class='note'>No gold answer (an ad-hoc question): behaviour only, no accuracy.</p>")
+        table = table.to_html(index=False, na_rep="–", border=0, classes="summary") + notes
+        paired = paired_table(df)
+        if not paired.empty:
+            table += (f"<h3>Paired comparisons</h3>{paired.to_html(index=False, border=0, classes='summary')}"
+                      f"<p class='note'>{html.escape(PAIRED_NOTE)}</p>")
         sweep_details = (f"<details><summary>sweep.json</summary><pre>{html.escape(json.dumps(sweep, indent=2))}</pre></details>"
                          if sweep else "")
         charts_html = "".join(chart(k) for k in ("score_by_type", "budget_curve", "tool_usage", "cost"))
@@ -203,6 +243,7 @@ table.summary {{ border-collapse: collapse; margin: 12px 0 20px; font-size: 14px
 table.summary th, table.summary td {{ padding: 4px 10px; border-bottom: 1px solid #e0e0e0; text-align: right; }}
 table.summary th:first-child, table.summary td:first-child {{ text-align: left; }}
 .plotly-graph-div {{ margin-bottom: 18px; }}
+p.note {{ font-size: 13px; color: #616161; max-width: 900px; }}
 pre {{ background: #f5f5f5; padding: 8px; overflow-x: auto; }}
 </style></head>
 <body><h1>{title}</h1>{body}</body></html>

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from searchbox.charts import HEIGHT, ToolColors, empty_figure, layout
+from searchbox.evaluation.intervals import accuracy_interval
 from searchbox.evaluation.questions import QUESTION_TYPES
 from searchbox.tools.registry import REGISTRY
 
@@ -60,13 +61,20 @@ def score_by_type(df: pd.DataFrame) -> go.Figure:
 
 
 def budget_curve(df: pd.DataFrame) -> go.Figure:
-    """Budget forcing: accuracy against the turn budget, a line per configuration through its budgets;
-    forced runs are filled markers, unforced ones open (at budget 1 the two are the same run)."""
-    title = "Accuracy against turn budget (budget forcing)"
+    """Budget forcing: accuracy against the turn budget, a line per configuration through its budgets,
+    with 95% intervals over questions as error bars (see intervals.py); forced runs are filled markers,
+    unforced ones open (at budget 1 the two are the same run)."""
+    title = "Accuracy against turn budget (budget forcing), 95% intervals"
     scored = df.dropna(subset=["accuracy", "budget"]) if not df.empty else df
     if scored.empty:
         return empty_figure(title, "no data")
-    stats = scored.groupby(["config", "budget", "force_budget"])["accuracy"].agg(["mean", "count"]).reset_index()
+    points_of = []
+    for (config, budget, forced), runs in scored.groupby(["config", "budget", "force_budget"], sort=True):
+        interval = accuracy_interval(zip(runs["question_id"], runs["accuracy"]))
+        points_of.append({"config": config, "budget": budget, "force_budget": forced, "mean": interval.mean,
+                          "low": interval.low, "high": interval.high, "runs": len(runs),
+                          "questions": interval.questions})
+    stats = pd.DataFrame(points_of)
     figure = go.Figure()
     for config, color in zip(dict.fromkeys(scored["config"]), cycle(_CONFIG_COLORS)):
         points = stats[stats["config"] == config]
@@ -74,9 +82,13 @@ def budget_curve(df: pd.DataFrame) -> go.Figure:
             x=points["budget"], y=points["mean"], name=config, mode="lines+markers", line={"color": color},
             marker={"size": 11, "color": [color if f else "white" for f in points["force_budget"]],
                     "line": {"width": 2, "color": color}},
-            customdata=list(zip(points["count"], ["forced" if f else "not forced" for f in points["force_budget"]])),
+            error_y={"type": "data", "symmetric": False, "array": points["high"] - points["mean"],
+                     "arrayminus": points["mean"] - points["low"], "color": color, "thickness": 1.5, "width": 6},
+            customdata=list(zip(points["runs"], ["forced" if f else "not forced" for f in points["force_budget"]],
+                                points["low"], points["high"], points["questions"])),
             hovertemplate=f"{config}<br>budget %{{x}} (%{{customdata[1]}}): accuracy %{{y:.2f}} "
-                          "over %{customdata[0]} runs<extra></extra>"))
+                          "(95% interval %{customdata[2]:.2f}–%{customdata[3]:.2f}) "
+                          "over %{customdata[0]} runs of %{customdata[4]} questions<extra></extra>"))
     for label, fill in (("forced", "#616161"), ("not forced", "white")):  # legend keys for the marker fill
         figure.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                     marker={"size": 11, "color": fill, "line": {"width": 2, "color": "#616161"}}))

@@ -93,6 +93,7 @@ class LlamaCppModel(ChatModel):
         max_tokens: int,
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
+        seed: int | None = None,
     ) -> Iterator[StreamEvent]:
         import jinja2
         import llama_cpp
@@ -103,6 +104,8 @@ class LlamaCppModel(ChatModel):
                 raise LLMError(f"{self.model_id} was closed")
             json_mode = self.json_actions
             kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+            if seed is not None:  # else llama-cpp-python draws one from its own generator
+                kwargs["seed"] = seed
             if json_mode:
                 # With no tools on offer (a wrap-up) the only action left is the answer, in the same
                 # format the model has followed all along.

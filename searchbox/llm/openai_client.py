@@ -63,6 +63,7 @@ class OpenAIClient(ChatModel):
         max_tokens: int,
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
+        seed: int | None = None,
     ) -> Iterator[StreamEvent]:
         body: dict[str, Any] = {
             "model": self.model_id,
@@ -72,6 +73,8 @@ class OpenAIClient(ChatModel):
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
+        if seed is not None:  # llama-server and OpenAI both read it
+            body["seed"] = seed
         if tools:
             body["tools"] = tools
             body["tool_choice"] = tool_choice

@@ -106,8 +106,10 @@ class ChatModel(ABC):
         max_tokens: int,
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
+        seed: int | None = None,
     ) -> Iterator[StreamEvent]:
-        """Deltas as they arrive; the last event has kind "done" and the full response."""
+        """Deltas as they arrive; the last event has kind "done" and the full response. A seed fixes the
+        sampling (the same seed, prompt and model give the same reply); None lets the backend pick."""
 
     def complete(
         self,
@@ -117,8 +119,10 @@ class ChatModel(ABC):
         max_tokens: int,
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
+        seed: int | None = None,
     ) -> ChatResponse:
-        events = self.stream(messages, tools, max_tokens=max_tokens, temperature=temperature, tool_choice=tool_choice)
+        events = self.stream(messages, tools, max_tokens=max_tokens, temperature=temperature, tool_choice=tool_choice,
+                             seed=seed)
         for event in events:
             if event.kind == "done" and event.response is not None:
                 return event.response

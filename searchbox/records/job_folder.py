@@ -6,7 +6,7 @@ shape, no `schema_version`, and sources.json a bare list); a file from a newer s
 with a clear error rather than misread.
 
     <job>/query.txt  config.json  input.zip  run_meta.json  timing.json  sources.json
-          session.jsonl  events.jsonl  turns.jsonl  snapshots/ANSWER-t<N>.md  bundle.zip
+          session.jsonl  events.jsonl  turns.jsonl  snapshots/ANSWER-t<N>.md  bundle.zip  score.json
           work/ANSWER.md  work/dataroom/ (read-only)
 """
 
@@ -95,6 +95,11 @@ class JobFolder:
     @property
     def snapshots(self) -> Path:
         return self.root / "snapshots"
+
+    @property
+    def score(self) -> Path:
+        """The run's score (`python -m searchbox score`, or a sweep's judged run with the judge's prompt and reply)."""
+        return self.root / "score.json"
 
     @property
     def bundle(self) -> Path:

@@ -1,5 +1,6 @@
-"""The Compare tab: an ablation sweep's (or retrieval evaluation's) summary table and charts, and a
-small sweep over the built-in questions started in the background.
+"""The Compare tab: an ablation sweep's (or retrieval evaluation's) summary table with 95% intervals,
+its charts, a paired comparison of two chosen entries question by question, and a small sweep over
+the built-in questions started in the background.
 
 It renders what `searchbox.evaluation.report` loads and `report_charts` draws, the same as the
 `report` command's page. Sweeps live in the `sweeps/` folder beside the jobs folder.
@@ -18,7 +19,9 @@ import gradio as gr
 from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.evaluation.questions import load_questions
 from searchbox.evaluation.files import RESULTS, RETRIEVAL
-from searchbox.evaluation.report import SUMMARY_COLUMNS, load_folder, report_figures, results_frame, summary_table
+from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
+from searchbox.evaluation.report import (INTERVAL_NOTE, PAIRED_COLUMNS, PAIRED_NOTE, SUMMARY_COLUMNS, load_folder,
+                                         paired_table, report_figures, results_frame, summary_table)
 from searchbox.settings import Settings
 
 # The charts in the order of the tab's plots; a folder without retrieval.json shows those two empty.
@@ -71,7 +74,8 @@ class CompareView:
                        " (any path is open to the operator: SEARCHBOX_OPERATOR=1)."))
 
     def load(self, text: str | None) -> tuple[Any, ...]:
-        """(heading, summary table, *the CHARTS figures) of a folder."""
+        """(heading, summary table, every pair compared, entry A and entry B choices, *the CHARTS figures)
+        of a folder."""
         folder = self.resolve(text)
         try:
             df, retrieval, _ = load_folder(folder)
@@ -86,7 +90,37 @@ class CompareView:
         heading = f"**{folder.name}**: {'; '.join(parts)}. A shareable page: `python -m searchbox report {folder}`."
         df = df if df is not None else results_frame([])
         figures = report_figures(df, retrieval or {})
-        return (heading, summary_table(df), *(figures[key] for key in CHARTS))
+        scored = list(dict.fromkeys(df.dropna(subset=["accuracy"])["entry"])) if not df.empty else []
+        pick_a = gr.update(choices=scored, value=scored[0] if scored else None)
+        pick_b = gr.update(choices=scored, value=scored[1] if len(scored) > 1 else None)
+        return (heading, summary_table(df), paired_table(df), pick_a, pick_b, *(figures[key] for key in CHARTS))
+
+    def compare(self, text: str | None, a: str | None, b: str | None) -> str:
+        """Entry A against entry B on the questions both scored: each one's accuracy with its 95% interval,
+        A's wins, losses and ties, and the exact sign test."""
+        if not a or not b or a == b:
+            raise gr.Error("Choose two different entries to compare.")
+        try:
+            df, _, _ = load_folder(self.resolve(text))
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from exc
+        scored = df.dropna(subset=["accuracy"]) if df is not None and not df.empty else results_frame([])
+        runs = {name: scored[scored["entry"] == name] for name in (a, b)}
+        means = {name: question_means(zip(r["question_id"], r["accuracy"])) for name, r in runs.items()}
+        paired = paired_comparison(means[a], means[b])
+        if paired is None:
+            raise gr.Error(f"{a} and {b} have no scored question in common.")
+        lines = []
+        for name, r in runs.items():
+            interval = accuracy_interval(zip(r["question_id"], r["accuracy"]))
+            lines.append(f"- **{name}**: accuracy {interval.mean:.2f} (95% interval {interval.low:.2f}–"
+                         f"{interval.high:.2f}) over {interval.questions} questions, {len(r)} runs")
+        verdict = ("A difference this lopsided is unlikely by chance (p < 0.05)." if paired.p_value < 0.05 else
+                   "No evidence of a difference at p < 0.05.")
+        lines.append(f"- On {paired.questions} shared questions **{a}** wins {paired.wins}, loses {paired.losses}, "
+                     f"ties {paired.ties}; mean difference {paired.mean_difference:+.2f}; exact sign test "
+                     f"p = {format_p(paired.p_value)}. {verdict}")
+        return "\n".join(lines) + f"\n\n{PAIRED_NOTE}"
 
     def start_sweep(self) -> str:
         """Start the default matrix over one built-in question per type, in the background."""
@@ -140,7 +174,16 @@ class CompareView:
             rescan = gr.Button("Rescan", scale=0)
             load = gr.Button("Load", variant="primary", scale=0)
         heading = gr.Markdown()
-        table = gr.Dataframe(headers=SUMMARY_COLUMNS, label="Per entry (means per run)", interactive=False)
+        table = gr.Dataframe(headers=SUMMARY_COLUMNS, interactive=False,
+                             label="Per entry: accuracy over questions with its 95% interval; the rest means per run")
+        gr.Markdown(INTERVAL_NOTE)
+        with gr.Accordion("Paired comparison", open=True):
+            with gr.Row():
+                pick_a = gr.Dropdown([], label="Entry A", scale=2)
+                pick_b = gr.Dropdown([], label="Entry B", scale=2)
+                compare = gr.Button("Compare A with B", scale=1)
+            verdict = gr.Markdown()
+            pairs = gr.Dataframe(headers=PAIRED_COLUMNS, label="Every pair, question by question", interactive=False)
         plots = [gr.Plot(label=key, show_label=False) for key in CHARTS]  # each figure carries its title
         with gr.Accordion("Run a small sweep", open=False):
             gr.Markdown("The default matrix over one built-in question per type, with this app's model settings, "
@@ -152,7 +195,8 @@ class CompareView:
             status = gr.Markdown(self.status())
 
         rescan.click(lambda: gr.update(choices=sweep_folders(self.settings)), None, [folder], api_name=False)
-        load.click(self.load, [folder], [heading, table, *plots], api_name="compare_load")
+        load.click(self.load, [folder], [heading, table, pairs, pick_a, pick_b, *plots], api_name="compare_load")
+        compare.click(self.compare, [folder, pick_a, pick_b], [verdict], api_name="compare_pair")
         start.click(self.start_sweep, None, [status], api_name=False)
         refresh.click(self.status, None, [status], api_name=False)
 
