@@ -349,8 +349,10 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
                                                                           ("none-b2f", "query", "adhoc")]
     for row in rows:
         assert row["tool_counts"] == {"read": 1} and row["tokens"]["total"] > 0 and row["wall_s"] > 0
+        # No gold answer, but citations are still checked against their sources.
         assert row["score"] == {"verdict": None, "fact_recall": None, "citation_validity": 1.0,
-                                "citation_precision": None, "citation_recall": None, "premise_corrected": None}
+                                "citation_precision": None, "citation_recall": None, "premise_corrected": None,
+                                "citation_supported": 1.0}
         judge = row["judge"]
         assert judge["verdict"] == "correct" and judge["raw"] == '{"verdict": "correct", "reason": "it names the end date"}'
         assert "There is no reference answer" in judge["prompt"] and QUESTIONS[0]["question"] in judge["prompt"]
