@@ -166,6 +166,10 @@ class Settings:
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
     searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")
     searchbox_max_upload_mb: int = knob(200, "the app refuses uploads larger than this before storing them")
+    searchbox_upload_keep_seconds: int = knob(
+        86400, "the app deletes uploads and its copies of served files this many seconds after they were made "
+        "(checked every hour, or as often as this when shorter); all of them when it stops"
+    )
     searchbox_keep_days: int = knob(14, "the app deletes finished runs older than this many days (0 = keeps them)")
     searchbox_jobs_max_mb: int = knob(
         20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)"
@@ -250,6 +254,8 @@ class Settings:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         if self.searchbox_max_upload_mb < 1:
             raise SettingsError("SEARCHBOX_MAX_UPLOAD_MB must be at least 1")
+        if self.searchbox_upload_keep_seconds < 1:
+            raise SettingsError("SEARCHBOX_UPLOAD_KEEP_SECONDS must be at least 1")
         if self.force_tool_steps < 0:
             raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")
         if self.dense_prefilter < 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,23 @@ def test_a_bad_upload_gets_a_clear_error(app_url: str, tmp_path: Path) -> None:
     client = Client(app_url, verbose=False)
     with pytest.raises(Exception, match="not a zip"):
         client.predict(handle_file(str(fake)), api_name="/load_dataroom")
+
+
+def test_uploads_are_deleted_once_they_are_searchbox_upload_keep_seconds_old(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    room = tmp_path_factory.mktemp("room") / "room.zip"
+    with zipfile.ZipFile(room, "w") as z:
+        z.writestr("notes/a.md", "The lease ends in 2029.")
+    home = tmp_path_factory.mktemp("app-uploads")
+    served = home / "gradio"
+    with running_app(home, SEARCHBOX_UPLOAD_KEEP_SECONDS="2", GRADIO_TEMP_DIR=str(served)) as url:
+        Client(url, verbose=False).predict(handle_file(str(room)), api_name="/load_dataroom")
+        kept = [path for path in served.rglob("room.zip") if path.is_file()]  # the upload's copies
+        assert kept
+        deadline = time.monotonic() + 60
+        while any(path.exists() for path in kept) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert [path for path in kept if path.exists()] == []
 
 
 def test_an_upload_over_the_size_limit_is_refused(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -32,8 +32,10 @@ LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS, "theme": THEME}
 def build_app(settings: Settings | None = None, services: Services | None = None) -> gr.Blocks:
     settings = settings or Settings.resolve()
     services = services or Services.start(settings)
-    # Gradio's copies of the files it served (downloads) are deleted a day after they were made.
-    with gr.Blocks(title="searchbox", delete_cache=(3600, 86400)) as app:
+    # Uploads, and Gradio's copies of the files it served (downloads), are deleted when they are
+    # SEARCHBOX_UPLOAD_KEEP_SECONDS old: a public app's disk is not filled by a day of strangers' zips.
+    keep = settings.searchbox_upload_keep_seconds
+    with gr.Blocks(title="searchbox", delete_cache=(min(3600, keep), keep)) as app:
         owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
         build_machine_view(settings)
