@@ -5,7 +5,6 @@ answer grounded in the text of its gold files, and the dataroom loads and indexe
 from __future__ import annotations
 
 import collections
-import json
 import re
 import subprocess
 import sys
