@@ -147,6 +147,9 @@ class Settings:
     job_files: int = knob(20000, "files and folders a job's working folder may hold beyond its dataroom")
     chunk_size: int = knob(1400, "retrieval chunk size in characters")
     chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
+    chunk_context: bool = knob(
+        True, "index each chunk with its file name, title and section headings (tools still show the chunk's own text)"
+    )
     search_mode: str = knob("dense", "search_dataroom ranking: dense, or hybrid (dense + BM25 fused)", choices=("dense", "hybrid"))
     dense_prefilter: int = knob(
         0, "when a scope has more chunks than this, embed only this many BM25 candidates per query (0 = off)"

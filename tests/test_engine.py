@@ -77,3 +77,19 @@ def test_the_builtin_dataroom_ships_its_vectors(tmp_path: Path, packaged_setting
     assert hits
     # Only the query was embedded; if this fails, rebuild the vectors as the README says.
     assert engine.encoder.stats.texts_embedded == 1
+
+
+def test_search_finds_a_chunk_by_its_file_name_and_heading_only_with_chunk_context(
+        tmp_path: Path, packaged_settings: Settings, minilm) -> None:
+    from conftest import write_tree
+
+    from searchbox.dataroom.workspace import prepare_work_dir
+
+    rows = "\n".join(f"{n} | 2025-0{n % 9 + 1}-01 | {1000 * n}" for n in range(1, 40))
+    source = write_tree(tmp_path / "room", {"hr/option_grants_2025.csv": f"id | date | shares\n{rows}",
+                                            "policies/handbook.md": "# Handbook\n\nStaff receive 28 days of leave."})
+    work = prepare_work_dir(tmp_path / "job", source)
+    for context, expected in ((True, "hr/option_grants_2025.csv"), (False, None)):
+        engine = make_engine(work, packaged_settings.with_overrides(chunk_size=200, chunk_overlap=20, chunk_context=context), minilm)
+        hits = engine.keyword_search("option grants", 1)  # neither word is in any CSV row
+        assert (engine.corpus.chunks[hits[0].chunk].path if hits else None) == expected

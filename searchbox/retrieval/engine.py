@@ -50,8 +50,10 @@ class RetrievalEngine:
 
     # -- building blocks -------------------------------------------------------------------
 
-    def chunk_text(self, chunk: int) -> str:
-        return self.corpus.chunks[chunk].text
+    def index_text(self, chunk: int) -> str:
+        """The text a chunk is embedded, keyword-indexed and reranked by (CHUNK_CONTEXT)."""
+        c = self.corpus.chunks[chunk]
+        return c.indexed_text() if self.settings.chunk_context else c.text
 
     def scope(self, paths: list[str] | None) -> list[int]:
         return self.corpus.chunks_for(paths)
@@ -59,7 +61,7 @@ class RetrievalEngine:
     def bm25(self) -> BM25Index:
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25Index([c.text for c in self.corpus.chunks])
+                self._bm25 = BM25Index([self.index_text(i) for i in range(len(self.corpus.chunks))])
             return self._bm25
 
     def reranker(self) -> Reranker:
@@ -71,7 +73,7 @@ class RetrievalEngine:
     def _scope_matrix(self, paths: list[str] | None, ids: list[int]) -> np.ndarray:
         key = None if paths is None else tuple(sorted(paths))
         if key not in self._scope_vectors:
-            self._scope_vectors[key] = self.encoder.encode([self.chunk_text(i) for i in ids], "passage")
+            self._scope_vectors[key] = self.encoder.encode([self.index_text(i) for i in ids], "passage")
         return self._scope_vectors[key]
 
     # -- rankings --------------------------------------------------------------------------
@@ -94,7 +96,7 @@ class RetrievalEngine:
             candidates = [h.chunk for h in self.keyword_search(query, prefilter, paths)]
             if not candidates:
                 return [], True
-            matrix = self.encoder.encode([self.chunk_text(i) for i in candidates], "passage")
+            matrix = self.encoder.encode([self.index_text(i) for i in candidates], "passage")
             return _top(candidates, matrix @ q, k), True
         return _top(ids, self._scope_matrix(paths, ids) @ q, k), False
 
@@ -123,7 +125,7 @@ class RetrievalEngine:
         candidates, _ = self.dense_search(question, max(20, 6 * k))
         if not candidates:
             return [], 0
-        scores = self.reranker().score(question, [self.chunk_text(h.chunk) for h in candidates])
+        scores = self.reranker().score(question, [self.index_text(h.chunk) for h in candidates])
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
         return [Hit(candidates[i].chunk, float(scores[i])) for i in order], len(candidates)
 
