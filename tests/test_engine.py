@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import make_engine
 
 from searchbox.retrieval.cache import EmbeddingCache
@@ -93,3 +95,14 @@ def test_search_finds_a_chunk_by_its_file_name_and_heading_only_with_chunk_conte
         engine = make_engine(work, packaged_settings.with_overrides(chunk_size=200, chunk_overlap=20, chunk_context=context), minilm)
         hits = engine.keyword_search("option grants", 1)  # neither word is in any CSV row
         assert (engine.corpus.chunks[hits[0].chunk].path if hits else None) == expected
+
+
+def test_hybrid_fuses_only_the_configured_number_of_bm25_candidates(small_work: Path, packaged_settings: Settings, minilm) -> None:
+    query = "revenue costs"  # BM25 ranks two finance chunks
+    engine = make_engine(small_work, packaged_settings.with_overrides(hybrid_bm25_candidates=1), minilm)
+    second = engine.keyword_search(query, 2)[1].chunk
+    dense_rank = [h.chunk for h in engine.dense_search(query, 50)[0]].index(second)
+    fused = {h.chunk: h.score for h in engine.hybrid_search(query, 10)[0]}
+    assert fused[second] == pytest.approx(1 / (60 + dense_rank + 1))  # BM25's second candidate adds nothing
+    both = {h.chunk: h.score for h in engine.hybrid_search(query, 10, keyword_candidates=2)[0]}
+    assert both[second] == pytest.approx(1 / (60 + dense_rank + 1) + 1 / (60 + 2))

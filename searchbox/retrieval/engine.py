@@ -100,11 +100,13 @@ class RetrievalEngine:
             return _top(candidates, matrix @ q, k), True
         return _top(ids, self._scope_matrix(paths, ids) @ q, k), False
 
-    def hybrid_search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], bool]:
-        """Reciprocal-rank fusion of dense and BM25 rankings (each taken to depth max(50, 4k))."""
+    def hybrid_search(self, query: str, k: int, paths: list[str] | None = None,
+                      keyword_candidates: int | None = None) -> tuple[list[Hit], bool]:
+        """Reciprocal-rank fusion of the dense ranking, to depth max(50, 4k), and BM25's top
+        `keyword_candidates` (default HYBRID_BM25_CANDIDATES, else the same depth)."""
         depth = max(50, 4 * k)
         dense, prefiltered = self.dense_search(query, depth, paths)
-        keyword = self.keyword_search(query, depth, paths)
+        keyword = self.keyword_search(query, keyword_candidates or self.settings.hybrid_bm25_candidates or depth, paths)
         fused: dict[int, float] = {}
         for ranking in (dense, keyword):
             for rank, hit in enumerate(ranking):
