@@ -142,5 +142,10 @@ def test_restructuredtext_underlines_are_headings_and_plain_files_take_their_fir
 
 
 def test_indexed_text_names_the_file_in_words() -> None:
-    (chunk,) = chunk_file(text_file("# Grants\n\n12 | 2025-03-01 | 4000", "05_hr/option_grants_2025.csv"), 100, 0)
-    assert chunk.indexed_text() == "05 hr option grants 2025 csv | Grants\n# Grants\n\n12 | 2025-03-01 | 4000"
+    (chunk,) = chunk_file(text_file("id | shares\n12 | 4000", "05_hr/option_grants_2025.csv"), 100, 0)
+    assert chunk.indexed_text() == "05 hr option grants 2025 csv | id | shares\nid | shares\n12 | 4000"
+
+
+def test_comments_in_code_are_not_headings() -> None:
+    code = "import os\n\n# load the settings\nvalue = 1\n\n# then run\nrun(value)\n"
+    assert {c.heading for c in chunk_file(text_file(code, "tool.py"), 30, 0)} == {"import os"}

@@ -27,6 +27,8 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")  # a Setext or reStructuredText underline
 _MAX_HEADING = 120  # longer "headings" are prose lines above a rule
+# Files whose "#" lines and underlined lines are headings; in code they are comments and rules.
+_PROSE_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".text")
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def chunk_file(f: ExtractedFile, size: int, overlap: int) -> list[Chunk]:
     text = f.text
     n = len(text)
     offsets, labels = _segment_offsets(f)
-    headings = heading_trail(text)
+    headings = heading_trail(text, f.path.lower().endswith(_PROSE_SUFFIXES))
     heading_starts = [h[0] for h in headings]
     chunks: list[Chunk] = []
     start = _next_non_space(text, 0)
@@ -70,10 +72,11 @@ def chunk_file(f: ExtractedFile, size: int, overlap: int) -> list[Chunk]:
     return chunks
 
 
-def heading_trail(text: str) -> list[tuple[int, str]]:
+def heading_trail(text: str, prose: bool = True) -> list[tuple[int, str]]:
     """(offset, "title > section > ...") at each heading of a Markdown or reStructuredText text, the
-    title being its first heading, else its first line. Offsets are where each trail takes effect."""
-    found = _headings(text)
+    title being its first heading, else its first line (the only one when not `prose`: a CSV's
+    header row, a PDF's first line). Offsets are where each trail takes effect."""
+    found = _headings(text) if prose else []
     first_line = next((line.strip() for line in text.splitlines() if line.strip()), "")
     title = found[0][2] if found else first_line[:_MAX_HEADING]
     trail: list[tuple[int, str]] = [(0, title)] if title else []
