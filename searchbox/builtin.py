@@ -9,3 +9,7 @@ BUILTIN_DATAROOM = ASSETS_DIR / "dataroom.zip"
 BUILTIN_QUESTIONS = ASSETS_DIR / "questions.jsonl"
 # Vectors of the built-in dataroom for the packaged embedders, so its first search is instant.
 BUILTIN_VECTORS = ASSETS_DIR / "dataroom_vectors.sqlite"
+# A second dataroom, of documentation shipped inside Python packages (assets/pydocs_source/build.py),
+# and its question set: retrieval measured on text this project did not write.
+PYDOCS_DATAROOM = ASSETS_DIR / "pydocs_dataroom.zip"
+PYDOCS_QUESTIONS = ASSETS_DIR / "pydocs_questions.jsonl"

@@ -164,12 +164,14 @@ def cmd_precompute(args: argparse.Namespace) -> int:
     """Embed every chunk of a dataroom into a vector file that later runs read as a seed cache."""
     from searchbox.retrieval.cache import EmbeddingCache
     from searchbox.retrieval.encoder import Encoder
+    from searchbox.retrieval.engine import RetrievalEngine
     from searchbox.retrieval.models import embedding_cache_name, load_embedder
 
     with _workspace(args) as workspace:
         corpus, settings = workspace.corpus, workspace.settings
         encoder = Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), EmbeddingCache(Path(args.out)))
-        encoder.encode([c.text for c in corpus.chunks], "passage")
+        engine = RetrievalEngine(corpus, settings, encoder)  # its index text is what searches embed
+        encoder.encode([engine.index_text(i) for i in range(len(corpus.chunks))], "passage")
         encoder.cache.close()
     print(f"{len(corpus.chunks)} chunks of {len(corpus.files)} files embedded with {encoder.model_name} into {args.out}")
     return 0

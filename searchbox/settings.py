@@ -41,9 +41,12 @@ RETRIEVAL_PRESETS: dict[str, dict[str, Any]] = {
         "dense_prefilter": 1000,
         "search_mode": "hybrid",
     },
-    # Models that ship inside PyPI packages: work with no network at all.
-    "packaged": {"embed_model": "packaged:minilm", "rerank_model": "none"},
-    "packaged-static": {"embed_model": "packaged:static", "rerank_model": "none"},
+    # Models that ship inside PyPI packages: work with no network at all. Hybrid search beats dense
+    # with both, on the built-in and the pydocs question sets; the static embedder's weak ranking does
+    # best fused with only BM25's top 10 (bench/retrieval_sets.py --fusion).
+    "packaged": {"embed_model": "packaged:minilm", "rerank_model": "none", "search_mode": "hybrid"},
+    "packaged-static": {"embed_model": "packaged:static", "rerank_model": "none", "search_mode": "hybrid",
+                        "hybrid_bm25_candidates": 10},
 }
 
 
@@ -156,7 +159,13 @@ class Settings:
     job_files: int = knob(20000, "files and folders a job's working folder may hold beyond its dataroom")
     chunk_size: int = knob(1400, "retrieval chunk size in characters")
     chunk_overlap: int = knob(180, "overlap between neighbouring chunks in characters")
+    chunk_context: bool = knob(
+        True, "index each chunk with its file name, title and section headings (tools still show the chunk's own text)"
+    )
     search_mode: str = knob("dense", "search_dataroom ranking: dense, or hybrid (dense + BM25 fused)", choices=("dense", "hybrid"))
+    hybrid_bm25_candidates: int = knob(
+        0, "BM25 candidates fused in hybrid search (0 = as many as dense ones, max(50, 4k)); fewer suit a weak embedder"
+    )
     dense_prefilter: int = knob(
         0, "when a scope has more chunks than this, embed only this many BM25 candidates per query (0 = off)"
     )
@@ -260,6 +269,8 @@ class Settings:
             raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")
         if self.dense_prefilter < 0:
             raise SettingsError("DENSE_PREFILTER must be 0 (off) or a positive number of candidates")
+        if self.hybrid_bm25_candidates < 0:
+            raise SettingsError("HYBRID_BM25_CANDIDATES must be 0 (as many as dense ones) or a positive number")
 
     def as_config(self) -> dict[str, Any]:
         """The resolved knobs a run records; secrets are reported only as set or not."""

@@ -8,6 +8,7 @@ import string
 import pytest
 
 from searchbox.dataroom import Chunk, ExtractedFile, Segment, chunk_file
+from searchbox.dataroom.chunking import heading_trail
 
 
 def text_file(text: str, path: str = "doc.md") -> ExtractedFile:
@@ -32,7 +33,7 @@ def check_invariants(f: ExtractedFile, chunks: list[Chunk], size: int) -> None:
 
 def test_short_file_is_one_chunk() -> None:
     f = text_file("  A short note.\n")
-    assert chunk_file(f, 100, 10) == [Chunk("doc.md", 0, 2, 15, "A short note.", None)]
+    assert chunk_file(f, 100, 10) == [Chunk("doc.md", 0, 2, 15, "A short note.", None, "A short note.")]  # its first line is its title
 
 
 def test_empty_file_has_no_chunks() -> None:
@@ -120,3 +121,31 @@ def test_five_megabytes_chunk_whole() -> None:
     chunks = chunk_file(f, 1400, 180)
     assert len(chunks) > 3500
     check_invariants(f, chunks, 1400)
+
+
+def test_each_chunk_carries_the_headings_in_force_where_it_starts() -> None:
+    text = ("# Guide\n\nIntro.\n\n## Install\n\n```bash\n# not a heading\npip install x\n```\n\n"
+            "### On Windows\n\nUse the wheel.\n\n## Usage\n\nCall it.\n")
+    assert [trail for _, trail in heading_trail(text)] == [  # no "not a heading": a comment in fenced code
+        "Guide", "Guide > Install", "Guide > Install > On Windows", "Guide > Usage"]  # a sibling replaces the deeper section
+    by_start = {c.text.split("\n")[0]: c.heading for c in chunk_file(text_file(text), 30, 0)}
+    assert by_start["# Guide"] == "Guide"
+    assert by_start["Use the wheel."] == "Guide > Install > On Windows"
+    assert by_start["Call it."] == "Guide > Usage"
+
+
+def test_restructuredtext_underlines_are_headings_and_plain_files_take_their_first_line() -> None:
+    rst = "Cache\n=====\n\nIntro text.\n\nEviction\n~~~~~~~~\n\nLeast recently used.\n"
+    assert [c.heading for c in chunk_file(text_file(rst, "cache.rst"), 25, 0)][-1] == "Cache > Eviction"
+    csv_chunks = chunk_file(text_file("id | country | arr\n" + "7 | UK | 10\n" * 20, "customers.csv"), 60, 0)
+    assert {c.heading for c in csv_chunks} == {"id | country | arr"}  # the header row names every chunk's columns
+
+
+def test_indexed_text_names_the_file_in_words() -> None:
+    (chunk,) = chunk_file(text_file("id | shares\n12 | 4000", "05_hr/option_grants_2025.csv"), 100, 0)
+    assert chunk.indexed_text() == "05 hr option grants 2025 csv | id | shares\nid | shares\n12 | 4000"
+
+
+def test_comments_in_code_are_not_headings() -> None:
+    code = "import os\n\n# load the settings\nvalue = 1\n\n# then run\nrun(value)\n"
+    assert {c.heading for c in chunk_file(text_file(code, "tool.py"), 30, 0)} == {"import os"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import make_engine
 
 from searchbox.retrieval.cache import EmbeddingCache
@@ -77,3 +79,30 @@ def test_the_builtin_dataroom_ships_its_vectors(tmp_path: Path, packaged_setting
     assert hits
     # Only the query was embedded; if this fails, rebuild the vectors as the README says.
     assert engine.encoder.stats.texts_embedded == 1
+
+
+def test_search_finds_a_chunk_by_its_file_name_and_heading_only_with_chunk_context(
+        tmp_path: Path, packaged_settings: Settings, minilm) -> None:
+    from conftest import write_tree
+
+    from searchbox.dataroom.workspace import prepare_work_dir
+
+    rows = "\n".join(f"{n} | 2025-0{n % 9 + 1}-01 | {1000 * n}" for n in range(1, 40))
+    source = write_tree(tmp_path / "room", {"hr/option_grants_2025.csv": f"id | date | shares\n{rows}",
+                                            "policies/handbook.md": "# Handbook\n\nStaff receive 28 days of leave."})
+    work = prepare_work_dir(tmp_path / "job", source)
+    for context, expected in ((True, "hr/option_grants_2025.csv"), (False, None)):
+        engine = make_engine(work, packaged_settings.with_overrides(chunk_size=200, chunk_overlap=20, chunk_context=context), minilm)
+        hits = engine.keyword_search("option grants", 1)  # neither word is in any CSV row
+        assert (engine.corpus.chunks[hits[0].chunk].path if hits else None) == expected
+
+
+def test_hybrid_fuses_only_the_configured_number_of_bm25_candidates(small_work: Path, packaged_settings: Settings, minilm) -> None:
+    query = "revenue costs"  # BM25 ranks two finance chunks
+    engine = make_engine(small_work, packaged_settings.with_overrides(hybrid_bm25_candidates=1), minilm)
+    second = engine.keyword_search(query, 2)[1].chunk
+    dense_rank = [h.chunk for h in engine.dense_search(query, 50)[0]].index(second)
+    fused = {h.chunk: h.score for h in engine.hybrid_search(query, 10)[0]}
+    assert fused[second] == pytest.approx(1 / (60 + dense_rank + 1))  # BM25's second candidate adds nothing
+    both = {h.chunk: h.score for h in engine.hybrid_search(query, 10, keyword_candidates=2)[0]}
+    assert both[second] == pytest.approx(1 / (60 + dense_rank + 1) + 1 / (60 + 2))

@@ -121,7 +121,7 @@ def test_damaged_caches_are_rebuilt_or_bypassed_and_search_is_unchanged(
                     problems[case] = "the rebuilt cache gives other results"
             except AssertionError as exc:
                 problems[case] = f"not rebuilt: {exc}"
-            cache_rows = EmbeddingCache(path).get_many(name, "passage", [c.text for c in again.corpus.chunks])
+            cache_rows = EmbeddingCache(path).get_many(name, "passage", [again.index_text(i) for i in range(len(again.corpus.chunks))])
             if not all(v is not None and np.isfinite(v).all() for v in cache_rows):
                 problems[case] = "the rebuilt cache misses vectors"
 

