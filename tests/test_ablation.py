@@ -340,6 +340,7 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
         assert cli_main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert "1 ad-hoc question" in printed and "no gold answer, judge: correct" in printed
+    assert "judge accuracy: kw-b1 1.00, none-b2f 1.00" in printed
 
     rows = read_jsonl(out / "results.jsonl")
     assert [(r["entry"], r["question_id"], r["type"]) for r in rows] == [("kw-b1", "query", "adhoc"),
