@@ -392,7 +392,7 @@ def test_a_sweep_with_the_real_packaged_model_through_the_cli(tmp_path: Path) ->
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     print(f"real-model sweep took {time.monotonic() - started:.1f}s")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "[1/1] keyword-b1 q001:" in result.stdout and "top tools" in result.stdout
+    assert "[1/1] keyword-b1 q001 r1 (seed 1):" in result.stdout and "top tools" in result.stdout
 
     [row] = read_jsonl(out / "results.jsonl")
     assert set(row) == ROW_FIELDS and row["endpoint"] is None and row["budget"] == 1
