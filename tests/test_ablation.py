@@ -343,6 +343,7 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
         assert cli_main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert "1 ad-hoc question" in printed and "no gold answer, judge: correct" in printed
+    assert "judge accuracy: kw-b1 1.00, none-b2f 1.00" in printed
 
     rows = read_jsonl(out / "results.jsonl")
     assert [(r["entry"], r["question_id"], r["type"]) for r in rows] == [("kw-b1", "query", "adhoc"),
@@ -396,7 +397,7 @@ def test_a_sweep_with_the_real_packaged_model_through_the_cli(tmp_path: Path) ->
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     print(f"real-model sweep took {time.monotonic() - started:.1f}s")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "[1/1] keyword-b1 q001:" in result.stdout and "top tools" in result.stdout
+    assert "[1/1] keyword-b1 q001 r1 (seed 1):" in result.stdout and "top tools" in result.stdout
 
     [row] = read_jsonl(out / "results.jsonl")
     assert set(row) == ROW_FIELDS and row["endpoint"] is None and row["budget"] == 1

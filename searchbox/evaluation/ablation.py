@@ -322,6 +322,9 @@ def format_summary(summary: dict[str, Any]) -> str:
                      f"{_fmt(e['turns'], 1):>5} {_fmt(e['tokens'], 0):>9} {_fmt(e['wall_s'], 1):>7}  {tools}")
     if any(e.get("accuracy_ci") for e in summary["entries"]):
         lines.append("acc: mean over questions (repeats averaged per question), 95% Wilson interval over questions")
+    judged = [e for e in summary["entries"] if e.get("judge_accuracy") is not None]
+    if judged:
+        lines.append("judge accuracy: " + ", ".join(f"{e['entry']} {e['judge_accuracy']:.2f}" for e in judged))
     comparisons = summary.get("comparisons") or []
     if comparisons:
         lines += ["", "paired, question by question (A vs B: wins/losses/ties of A; exact sign test)"]
