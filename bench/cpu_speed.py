@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from searchbox.agent.prompts import system_prompt  # noqa: E402
-from searchbox.builtin import BUILTIN_DATAROOM  # noqa: E402
+from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
 from searchbox.llm.gguf import resolve_gguf  # noqa: E402
 from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
 from searchbox.agent.run import run_job  # noqa: E402
-from searchbox.builtin import BUILTIN_DATAROOM  # noqa: E402
+from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.llm.openai_client import OpenAIClient  # noqa: E402
 from searchbox.llm.parsing import new_call_id  # noqa: E402

@@ -25,9 +25,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS  # noqa: E402
+from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS  # noqa: E402
 from searchbox.dataroom.corpus import Corpus  # noqa: E402
-from searchbox.dataroom.workspace import load_corpus, prepare_work_dir  # noqa: E402
+from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.retrieval.cache import EmbeddingCache  # noqa: E402
 from searchbox.retrieval.encoder import Encoder  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
@@ -127,7 +127,7 @@ def bench_cache(work: Path, tmp: Path) -> None:
     code = (
         "import sys, time, os; t0 = time.perf_counter(); sys.path.insert(0, %r)\n"
         "from searchbox.settings import Settings\n"
-        "from searchbox.dataroom.workspace import load_corpus\n"
+        "from searchbox.dataroom.work_dir import load_corpus\n"
         "from searchbox.retrieval.engine import RetrievalEngine\n"
         "from pathlib import Path\n"
         "s = Settings.resolve(retrieval_preset='packaged', searchbox_cache_dir=%r)\n"

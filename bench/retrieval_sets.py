@@ -24,14 +24,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.builtin import (  # noqa: E402
+from searchbox.assets import (  # noqa: E402
     BUILTIN_DATAROOM,
     BUILTIN_QUESTIONS,
     BUILTIN_VECTORS,
     PYDOCS_DATAROOM,
     PYDOCS_QUESTIONS,
 )
-from searchbox.dataroom.workspace import load_corpus, prepare_work_dir  # noqa: E402
+from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, recall_at  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchbox.agent.control import RunControl
-from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.interfaces import ModelLoadError

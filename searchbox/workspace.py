@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchbox.builtin import BUILTIN_VECTORS
+from searchbox.assets import BUILTIN_VECTORS
 from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
-from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
+from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
 from searchbox.records.citation_check import answer_digest, check_answer, citation_record
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder

@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from searchbox.dataroom.workspace import load_corpus, prepare_work_dir  # noqa: E402
+from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.jobs.store import JobStore  # noqa: E402
 from searchbox.retrieval.cache import EmbeddingCache  # noqa: E402
 from searchbox.retrieval.encoder import Encoder  # noqa: E402

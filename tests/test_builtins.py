@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from dataroom_factories import make_pdf
 
-from searchbox.dataroom.workspace import prepare_work_dir
+from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.builtin import BUILTIN_TOOLS
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger

@@ -11,7 +11,7 @@ import pytest
 
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
-from searchbox.builtin import BUILTIN_DATAROOM
+from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.report import results_frame, summary_table
 from searchbox.evaluation.scoring import format_score, score_run
 from searchbox.jobs.job import create_job

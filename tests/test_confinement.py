@@ -254,7 +254,7 @@ print(json.dumps({"names": toolbox.names, "notes": toolbox.notes, "record": tool
 @pytest.fixture
 def job(tmp_path: Path) -> Path:
     """A job made here: the process that uses it cannot change file modes."""
-    from searchbox.builtin import BUILTIN_DATAROOM
+    from searchbox.assets import BUILTIN_DATAROOM
     from searchbox.settings import Settings
     from searchbox.workspace import Workspace
 

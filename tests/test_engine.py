@@ -12,7 +12,7 @@ from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.models import embedding_cache_name
-from searchbox.dataroom.workspace import load_corpus
+from searchbox.dataroom.work_dir import load_corpus
 from searchbox.settings import Settings
 
 
@@ -70,8 +70,8 @@ def test_hybrid_ranks_are_fused_and_bounded(small_work: Path, packaged_settings:
 
 
 def test_the_builtin_dataroom_ships_its_vectors(tmp_path: Path, packaged_settings: Settings, minilm) -> None:
-    from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_VECTORS
-    from searchbox.dataroom.workspace import prepare_work_dir
+    from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_VECTORS
+    from searchbox.dataroom.work_dir import prepare_work_dir
 
     work = prepare_work_dir(tmp_path / "job", BUILTIN_DATAROOM)
     engine = make_engine(work, packaged_settings, minilm, EmbeddingCache(None, [BUILTIN_VECTORS]))
@@ -85,7 +85,7 @@ def test_search_finds_a_chunk_by_its_file_name_and_heading_only_with_chunk_conte
         tmp_path: Path, packaged_settings: Settings, minilm) -> None:
     from conftest import write_tree
 
-    from searchbox.dataroom.workspace import prepare_work_dir
+    from searchbox.dataroom.work_dir import prepare_work_dir
 
     rows = "\n".join(f"{n} | 2025-0{n % 9 + 1}-01 | {1000 * n}" for n in range(1, 40))
     source = write_tree(tmp_path / "room", {"hr/option_grants_2025.csv": f"id | date | shares\n{rows}",

@@ -21,7 +21,7 @@ from fuzz_tally import FuzzTally
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from searchbox.dataroom.workspace import prepare_work_dir
+from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult

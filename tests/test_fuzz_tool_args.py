@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from searchbox.agent.toolbox import RunToolbox
-from searchbox.dataroom.workspace import load_corpus
+from searchbox.dataroom.work_dir import load_corpus
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine

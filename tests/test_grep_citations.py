@@ -13,7 +13,7 @@ from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.prompts import CITE_SOURCES
 from searchbox.agent.run import run_job
-from searchbox.dataroom.workspace import prepare_work_dir
+from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.events import load_events

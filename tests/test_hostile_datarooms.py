@@ -15,7 +15,7 @@ from dataroom_factories import snapshot
 from hostile_datarooms import ABSOLUTE_ESCAPE, Case, build_catalogue
 
 from searchbox.dataroom import DataroomError
-from searchbox.dataroom.workspace import load_corpus, prepare_work_dir
+from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
 from searchbox.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchbox.dataroom.workspace import prepare_work_dir
+from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig
 from searchbox.tools.sources import SourceLedger

@@ -26,7 +26,7 @@ import pytest
 from app_server import free_port, stop_process
 from searchbox.records.events import Event
 from searchbox.agent.run import run_job
-from searchbox.builtin import BUILTIN_DATAROOM
+from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.jobs.job import create_job
 from searchbox.llm.connect import connect
 from searchbox.llm.gguf import resolve_gguf

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import make_engine
 
-from searchbox.builtin import PYDOCS_DATAROOM, PYDOCS_QUESTIONS
+from searchbox.assets import PYDOCS_DATAROOM, PYDOCS_QUESTIONS
 from searchbox.dataroom.extract import extract_dataroom
-from searchbox.dataroom.workspace import prepare_work_dir
+from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.evaluation.questions import load_questions
 from searchbox.settings import Settings
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from scripted_endpoint import Reply, ScriptedEndpoint
 
-from searchbox.builtin import BUILTIN_QUESTIONS
+from searchbox.assets import BUILTIN_QUESTIONS
 from searchbox.evaluation.judge import JUDGE_PROMPT
 from searchbox.evaluation.questions import load_questions
 from searchbox.evaluation.scoring import fact_present, score_run

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import catalog_result, make_engine, write_tree
-from searchbox.dataroom.workspace import prepare_work_dir
+from searchbox.dataroom.work_dir import prepare_work_dir
 
 from searchbox.tools.excerpt import excerpt, term_weights, word_key
 from searchbox.tools.registry import REGISTRY, enabled_tools, offered_tools

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchbox.builtin import ASSETS_DIR
+from searchbox.assets import ASSETS_DIR
 from searchbox.settings import EFFORT_PRESETS, Settings, SettingsError, knob_fields
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.registry import enabled_tools

@@ -16,7 +16,7 @@ from typing import Any
 
 from searchbox.agent.prompts import CONTINUE, WRAP_UP, system_prompt
 from searchbox.agent.toolbox import RunToolbox
-from searchbox.builtin import BUILTIN_DATAROOM
+from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.llm.types import Message, Tool, ToolCall, ToolChoice, dump_arguments
 from searchbox.settings import Settings
 from searchbox.tools.registry import ToolRegistry

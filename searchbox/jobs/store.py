@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from searchbox.dataroom.workspace import remove_job_folder
+from searchbox.dataroom.work_dir import remove_job_folder
 from searchbox.jobs.job import create_job
 from searchbox.records.files import read_json, write_json
 from searchbox.settings import Settings, without_userinfo

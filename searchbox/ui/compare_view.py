@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.evaluation.questions import load_questions
 from searchbox.evaluation.files import RESULTS, RETRIEVAL
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means

@@ -15,9 +15,9 @@ from typing import Any
 import gradio as gr
 
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
-from searchbox.builtin import BUILTIN_DATAROOM
+from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.dataroom.workspace import remove_job_folder
+from searchbox.dataroom.work_dir import remove_job_folder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import RETRIEVAL_PRESETS, Settings
 from searchbox.tools.catalog import CATALOG_TOOLS

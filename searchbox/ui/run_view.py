@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 
 from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
-from searchbox.builtin import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.presets import PRESETS
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError, without_userinfo

@@ -11,8 +11,10 @@ import shutil
 import stat
 from pathlib import Path
 
+from searchbox.records.job_folder import DATAROOM_NAME
+
 SCRATCH = ".searchbox"
-DATAROOM = "dataroom"
+DATAROOM = DATAROOM_NAME
 ROOT_MOUNT = "root"  # work/.searchbox/root: where the namespace level builds its root (empty on the host)
 TMP = "tmp"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

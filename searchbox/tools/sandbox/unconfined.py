@@ -11,13 +11,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from searchbox.records.job_folder import DATAROOM_NAME
+
 # Bind the dataroom onto itself read-only in a private mount namespace, then run the command.
 _READONLY_PRELUDE = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
 
 
 def argv(work: Path, command: list[str]) -> list[str]:
     wrapped = [*netns_wrapper(), *command]
-    dataroom = work / "dataroom"
+    dataroom = work / DATAROOM_NAME
     if dataroom.is_dir() and readonly_mount():
         wrapped = [*readonly_mount(), "sh", "-c", _READONLY_PRELUDE, "sh", str(dataroom), *wrapped]
     return wrapped

@@ -1,4 +1,4 @@
-"""A job's working folder: work/ holding a read-only dataroom/, and the corpus extracted from it."""
+"""A job's work/ folder: a read-only dataroom/ installed in it, and the corpus extracted from it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where the built-in dataroom, its question set and its precomputed vectors live."""
+"""Where the built-in datarooms, their question sets and the precomputed vectors live (assets/)."""
 
 from __future__ import annotations
 
