@@ -31,6 +31,7 @@ from searchbox.assets import (  # noqa: E402
     PYDOCS_DATAROOM,
     PYDOCS_QUESTIONS,
 )
+from searchbox.cli import parse_overrides  # noqa: E402
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, recall_at  # noqa: E402
@@ -46,16 +47,6 @@ EMBEDDERS = {
 METHODS = ("bm25", "dense", "hybrid")
 FUSED_BM25 = (10, 20, 30, 50, 100, 200)  # BM25 candidates fused (--fusion); HYBRID_BM25_CANDIDATES sets it
 _RANKED = 60  # chunks ranked per question, as retrieval_eval does
-
-
-def overrides_of(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--set takes KNOB=VALUE, got {pair!r}")
-        out[name.strip().lower()] = value
-    return out
 
 
 def fusion_rows(engine: RetrievalEngine, questions: list[dict], embedder: str) -> dict[str, dict[str, float]]:
@@ -105,7 +96,7 @@ def main() -> None:
     parser.add_argument("--fusion", action="store_true", help="also hybrid with each number of BM25 candidates in FUSED_BM25")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    overrides = overrides_of(args.set)
+    overrides = parse_overrides(args.set)
     with tempfile.TemporaryDirectory(prefix="searchbox-sets-") as tmp:
         figures = measure(overrides, Path(tmp), args.fusion)
     counts = {name: len(load_questions(q)) for name, (_, q) in SETS.items()}

@@ -23,7 +23,7 @@ from searchbox.settings import Settings, SettingsError, knob_docs
 from searchbox.workspace import Workspace
 
 
-def _parse_overrides(pairs: list[str]) -> dict[str, str]:
+def parse_overrides(pairs: list[str]) -> dict[str, str]:
     overrides = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -39,7 +39,7 @@ def _workspace(args: argparse.Namespace, *, retrieval: bool = True) -> Iterator[
     with `retrieval`, fitted to the retrieval models this machine can load (saying what changed)."""
     from searchbox.retrieval.availability import fit_retrieval
 
-    settings = Settings.resolve(**_parse_overrides(args.set))
+    settings = Settings.resolve(**parse_overrides(args.set))
     if retrieval:
         settings, notes = fit_retrieval(settings)
         for note in notes:
@@ -65,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from searchbox.llm.connect import connect_for_run
     from searchbox.progress import ProgressPrinter
 
-    overrides = _parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     overrides["turn_budget"] = args.budget if args.budget is not None else overrides.get("turn_budget")
     if args.force_budget:
         overrides["force_budget"] = True
@@ -254,7 +254,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     else:
         questions = select_questions(load_questions(Path(args.questions)), ids, args.per_type, args.limit)
     endpoints = [u.strip() for u in args.endpoints.split(",") if u.strip()] if args.endpoints else None
-    base = Settings.resolve(**_parse_overrides(args.set))
+    base = Settings.resolve(**parse_overrides(args.set))
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     out = Path(args.out)
     where = f"{len(endpoints)} endpoint(s)" if endpoints else "one model slot"
@@ -300,7 +300,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
     if args.repeat < 1:
         raise ValueError("--repeat must be at least 1")
-    base = Settings.resolve(**_parse_overrides(args.set))
+    base = Settings.resolve(**parse_overrides(args.set))
     probes = load_probes(Path(args.probes) if args.probes else DEFAULT_PROBES)
     reports = check_models(model_settings(base, args.model), probes, repeat=args.repeat)
     if args.out:
@@ -314,7 +314,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     a notice when a GPU is present and unused."""
     from searchbox.doctor import gather, rows
 
-    report = gather(Settings.resolve(**_parse_overrides(args.set)))
+    report = gather(Settings.resolve(**parse_overrides(args.set)))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
         return 0
