@@ -5,6 +5,7 @@ cannot answer from, however good the ranking was.
 
     python bench/result_facts.py                           # every built-in question, asked as its own query
     python bench/result_facts.py --runs /tmp/sweeps        # also the queries real runs sent (session.jsonl)
+    python bench/result_facts.py --set CHUNK_CONTEXT=false # with other knobs
 
 Queries: the question itself, and (with --runs) each `search_dataroom` call found in the runs' sessions,
 with the question of its job. Retrieval is the packaged preset (offline MiniLM), as the embedded default.
@@ -23,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from searchbox.cli import parse_overrides  # noqa: E402
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
@@ -59,13 +61,15 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, help="a folder of run job folders whose logged queries to replay")
     parser.add_argument("--bytes", type=int, default=4096, help="TOOL_OUTPUT_BYTES (default: the packaged 4096)")
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="another knob (repeatable)")
     args = parser.parse_args()
     questions = [q for q in load_questions(BUILTIN_QUESTIONS) if q.get("must_facts")]
     cases = [(q, q["question"], "question") for q in questions]
     if args.runs:
         by_text = {q["question"]: q for q in questions}
         cases += [(q, query, "logged") for q, query in logged_queries(args.runs, by_text)]
-    settings = Settings.resolve({}, retrieval_preset="packaged", tool_output_bytes=args.bytes)
+    settings = Settings.resolve({}, **{"retrieval_preset": "packaged", "tool_output_bytes": args.bytes,
+                                       **parse_overrides(args.set)})
     totals: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workspace = create_job(Path(tmp) / "job", questions[0]["question"], BUILTIN_DATAROOM, settings)
