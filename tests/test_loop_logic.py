@@ -1,0 +1,76 @@
+"""The turn loop's decisions, driven by an in-process scripted model (tests/fake_model.py): which
+tool_choice each step gets, when the model is asked again, when a turn ends. Real job folders and real
+tools; no endpoint. What the HTTP path adds (streaming, retries, faults) is in test_agent_loop.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SMALL_DATAROOM, write_tree
+from fake_model import FakeChatModel, Said
+from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP
+from searchbox.agent.run import run_job
+from searchbox.jobs.job import create_job
+from searchbox.records.job_folder import JobFolder
+from searchbox.settings import Settings
+
+QUESTION = "When does the office lease end?"
+SEARCH = {"type": "function", "function": {"name": "keyword_search"}}
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "room", SMALL_DATAROOM)
+
+
+def run(tmp_path: Path, source: Path, model: FakeChatModel, name: str = "job", **knobs: Any) -> tuple[str, JobFolder]:
+    settings = Settings.resolve(env={}, **{"searchbox_tools": "keyword_search", "retrieval_preset": "packaged",
+                                           "searchbox_cache_dir": str(tmp_path / "cache"), **knobs})
+    job_dir = tmp_path / name
+    create_job(job_dir, QUESTION, source, settings)
+    return run_job(job_dir, settings, model), JobFolder(job_dir)
+
+
+def test_turn_1_s_forced_step_names_the_forced_tool_and_later_turns_let_the_model_choose(tmp_path, source) -> None:
+    model = FakeChatModel([Said(calls=[("keyword_search", {"query": "lease"})]), Said("It ends in 2029 [s1]."),
+                           Said(calls=[("ls", {"path": "dataroom"})]), Said("Still 2029 [s1]."),
+                           Said(calls=[("read", {"path": "dataroom/legal/lease.txt"})]), Said("2029 [s1].")])
+    reason, folder = run(tmp_path, source, model, force_tool_steps=1, forced_tool="keyword_search",
+                         turn_budget=3, force_budget=True)
+    assert reason == "budget_spent"
+    assert [r.tool_choice for r in model.requests] == [SEARCH, "auto", "required", "auto", "required", "auto"]
+    assert [r.messages[-1]["content"] for r in model.requests if r.messages[-1]["role"] == "user"] == \
+        [QUESTION, CONTINUE, CONTINUE]
+    assert [row["turn"] for row in folder.read_turns()] == [1, 2, 3]
+
+
+def test_an_empty_reply_and_an_uncited_answer_are_each_asked_again_once(tmp_path, source) -> None:
+    model = FakeChatModel([Said(calls=[("read", {"path": "dataroom/legal/lease.txt"})]), Said(""),
+                           Said("It ends in 2029."), Said("It ends in 2029.")])
+    reason, folder = run(tmp_path, source, model)
+    assert reason == "first_turn_done" and len(model.requests) == 4
+    asked = [r.messages[-1]["content"] for r in model.requests[2:]]
+    assert asked == [EMPTY_REPLY, CITE_SOURCES]  # the second uncited answer stands
+    assert folder.answer_text().strip() == "It ends in 2029."
+
+
+def test_the_third_identical_call_in_a_row_is_answered_with_a_nudge_not_run(tmp_path, source) -> None:
+    same = Said(calls=[("keyword_search", {"query": "lease"})])
+    model = FakeChatModel([same, same, same, Said("2029 [s1].")])
+    run(tmp_path, source, model)
+    results = [m for m in model.requests[-1].messages if m["role"] == "tool"]
+    assert len(results) == 3 and results[0]["content"] == results[1]["content"]
+    assert results[2]["content"].startswith("You already called keyword_search with exactly these arguments 3 times")
+
+
+def test_a_turn_at_its_step_limit_ends_with_a_response_offered_no_tools(tmp_path, source) -> None:
+    model = FakeChatModel([Said(calls=[("ls", {"path": "dataroom"})]), Said(calls=[("ls", {"path": "dataroom/legal"})]),
+                           Said("The lease ends in 2029 [s1].")])
+    reason, folder = run(tmp_path, source, model, max_steps_per_turn=2)
+    assert reason == "first_turn_done"
+    last = model.requests[-1]
+    assert last.messages[-1] == {"role": "user", "content": WRAP_UP} and last.tools == []
+    assert folder.answer_text().strip() == "The lease ends in 2029 [s1]."
