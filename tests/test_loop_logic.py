@@ -74,3 +74,15 @@ def test_a_turn_at_its_step_limit_ends_with_a_response_offered_no_tools(tmp_path
     last = model.requests[-1]
     assert last.messages[-1] == {"role": "user", "content": WRAP_UP} and last.tools == []
     assert folder.answer_text().strip() == "The lease ends in 2029 [s1]."
+
+
+def test_a_reply_to_the_request_for_sources_that_cites_none_does_not_replace_the_answer(tmp_path, source) -> None:
+    read = Said(calls=[("read", {"path": "dataroom/legal/lease.txt"})])
+    model = FakeChatModel([read, Said("The lease ends on 31 March 2029."),
+                           Said("Sorry, but you didn't provide the id of the source that I used.")])
+    _, folder = run(tmp_path, source, model)
+    assert folder.answer_text().strip() == "The lease ends on 31 March 2029."
+    # A reply that does cite is the answer.
+    model = FakeChatModel([read, Said("The lease ends on 31 March 2029."), Said("It ends on 31 March 2029 [s1].")])
+    _, folder = run(tmp_path, source, model, name="job2")
+    assert folder.answer_text().strip() == "It ends on 31 March 2029 [s1]."

@@ -138,7 +138,9 @@ class AgentLoop:
     def _steps(self, turn_started: float) -> None:
         self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
         self._finish_interrupted_step()
-        nudged = asked_for_citations = False
+        nudged = False
+        uncited = None  # the answer that was asked for its sources, until the model's next reply
+        asked_for_citations = False
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
@@ -152,10 +154,13 @@ class AgentLoop:
                     self._ask_again(EMPTY_REPLY, "the reply was empty: the model was asked again")
                     continue
                 if self._uncited(response.text) and not asked_for_citations:
-                    asked_for_citations = True
+                    asked_for_citations, uncited = True, response.text
                     self._ask_again(CITE_SOURCES, "the answer cited no source: the model was asked to cite")
                     continue
+                if uncited is not None and not cited_ids(response.text):
+                    self._keep_answer(uncited)
                 return
+            uncited = None  # the model searched again: its next answer stands on its own
             for call in response.tool_calls:
                 self._check_stop()
                 self._run_tool(call)
@@ -332,6 +337,15 @@ class AgentLoop:
             raise _RunOver(self.control.requested)
         if time.monotonic() - self.started > self.settings.ceiling_seconds:
             raise _RunOver("ceiling_seconds")
+
+    def _keep_answer(self, answer: str) -> None:
+        """Asked only to add its sources, the model replied without any: the answer stays the one it gave
+        before. The 1.5B replaced a right answer with "Sorry, but you didn't provide the id of the source"."""
+        if self.folder.answer.exists():
+            return
+        self.folder.answer.write_text(answer.strip() + "\n", encoding="utf-8")
+        self.bus.emit(Notice(level="info", message="the reply to the request for sources cited none: "
+                                                   "ANSWER.md keeps the answer given before it"))
 
     def _backstop_answer(self) -> None:
         """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
