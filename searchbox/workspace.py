@@ -13,7 +13,8 @@ from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
-from searchbox.records.citation_check import answer_digest, check_answer, citation_record
+from searchbox.records.citation_check import (SourceText, UnreadableSource, answer_digest, check_answer, citation_record,
+                                              fact_in, sentence_facts)
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
@@ -23,7 +24,7 @@ from searchbox.settings import Settings
 from searchbox.tools.paths import DATAROOM_DIR
 from searchbox.tools.source_text import source_text
 from searchbox.tools.tool import ToolContext, context_for
-from searchbox.tools.sources import SourceLedger
+from searchbox.tools.sources import Source, SourceLedger
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,36 @@ class Workspace:
         digest = answer_digest(answer)
         if self._checked is not None and self._checked[:2] == (digest, len(sources)):
             return self._checked[2]
+        ids = cited_ids(answer)
+        checks = check_answer(answer, set(sources), self._source_texts(sources), self._support)
+        scored_by = embedding_cache_name(self.settings) if checks and self._support_error is None else None
+        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks, scored_by)
+        if self._support_error is not None:
+            record["score_error"] = self._support_error
+        self._checked = (digest, len(sources), record)
+        return record
+
+    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
+        """For each of these source ids whose text holds any of the text's checkable facts (names, dates,
+        amounts), those facts: where an uncited answer's content came from."""
+        sources = {s.id: s for s in self.ledger.sources()}
+        text_of = self._source_texts(sources)
+        facts = [fact for line in text.splitlines() for fact in sentence_facts(line) if fact.is_specific]
+        found: dict[str, list[str]] = {}
+        for source_id in ids:
+            if source_id not in sources:
+                continue
+            try:
+                source = text_of(source_id)
+            except UnreadableSource:
+                continue
+            held = list(dict.fromkeys(fact.text for fact in facts if fact_in(fact, source)))
+            if held:
+                found[source_id] = held
+        return found
+
+    def _source_texts(self, sources: dict[str, Source]) -> SourceText:
+        """Source id -> its text, each file extracted once (from the loaded corpus when there is one)."""
         extractions: dict[str, ExtractedFile] = {}
 
         def extracted(path: str) -> ExtractedFile:
@@ -107,15 +138,7 @@ class Workspace:
                 extractions[path] = loaded or extract_file(self.work_dir / DATAROOM_DIR, rel)
             return extractions[path]
 
-        ids = cited_ids(answer)
-        checks = check_answer(answer, set(sources), lambda i: source_text(self.work_dir, sources[i], extracted),
-                              self._support)
-        scored_by = embedding_cache_name(self.settings) if checks and self._support_error is None else None
-        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks, scored_by)
-        if self._support_error is not None:
-            record["score_error"] = self._support_error
-        self._checked = (digest, len(sources), record)
-        return record
+        return lambda source_id: source_text(self.work_dir, sources[source_id], extracted)
 
     def _support(self, sentence: str, passages: list[str]) -> list[float]:
         """Cosine of the sentence (as a query) with each passage; none once the embedder has failed."""

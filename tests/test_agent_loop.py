@@ -16,7 +16,7 @@ from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, ToolEnd
-from searchbox.agent.prompts import CITE_SOURCES, COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY
+from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY, cite_sources
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -124,7 +124,7 @@ def test_an_answer_that_cites_nothing_is_asked_for_its_sources_once(job, tmp_pat
     with ScriptedEndpoint(script) as endpoint:
         reason, job_dir = run(job, endpoint, tmp_path)
         last = endpoint.requests[-1].body["messages"]
-    assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": CITE_SOURCES}
+    assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": cite_sources(["s1"], {"s1": ["2029"]})}
     assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "It ends in 2029 [s1]."
     assert read_json(job_dir / "run_meta.json")["citations"]["valid"] == 1
 

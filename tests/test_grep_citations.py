@@ -11,7 +11,7 @@ from dataroom_factories import make_docx, make_pdf
 
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Reply, ScriptedEndpoint
-from searchbox.agent.prompts import CITE_SOURCES
+from searchbox.agent.prompts import cite_sources
 from searchbox.agent.run import run_job
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.jobs.job import create_job
@@ -165,7 +165,7 @@ def test_a_grep_only_run_cites_what_it_found_and_the_panels_show_it(tmp_path: Pa
         requests = [r.body["messages"] for r in endpoint.requests]
     tool_message = next(m for m in requests[1] if m["role"] == "tool")
     assert tool_message["content"].startswith("[s1] dataroom/legal/lease.txt:1:The office lease at 14 Harbour Street")
-    assert requests[2][-1] == {"role": "user", "content": CITE_SOURCES}  # the loop saw that grep showed sources
+    assert requests[2][-1] == {"role": "user", "content": cite_sources(["s1"], {"s1": ["31 March 2029"]})}  # the loop saw that grep showed s1
     meta = read_json(job_dir / "run_meta.json")
     assert meta["tool_counts"] == {"grep": 1}
     citations = meta["citations"]

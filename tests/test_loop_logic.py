@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from fake_model import FakeChatModel, Said
-from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP
+from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, cite_sources
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.records.job_folder import JobFolder
@@ -53,8 +53,22 @@ def test_an_empty_reply_and_an_uncited_answer_are_each_asked_again_once(tmp_path
     reason, folder = run(tmp_path, source, model)
     assert reason == "first_turn_done" and len(model.requests) == 4
     asked = [r.messages[-1]["content"] for r in model.requests[2:]]
-    assert asked == [EMPTY_REPLY, CITE_SOURCES]  # the second uncited answer stands
+    assert asked == [EMPTY_REPLY, cite_sources(["s1"], {"s1": ["2029"]})]  # the second uncited answer stands
+    assert "[s1] shows “2029”" in asked[1]  # the id that holds the answer's figure is named
     assert folder.answer_text().strip() == "It ends in 2029."
+
+
+def test_the_request_for_sources_names_the_shown_source_that_holds_the_answer_s_facts(tmp_path, source) -> None:
+    """Given only the ids, the 1.5B cited the first one shown, which did not hold the auditor's name."""
+    model = FakeChatModel([Said(calls=[("read", {"path": "dataroom/finance/costs.md"}),
+                                       ("read", {"path": "dataroom/legal/lease.txt"})]),
+                           Said("The lease at 14 Harbour Street runs until 31 March 2029."),
+                           Said("The lease runs until 31 March 2029 [s2].")])
+    reason, folder = run(tmp_path, source, model)
+    asked = model.requests[2].messages[-1]["content"]
+    assert asked == cite_sources(["s1", "s2"], {"s2": ["31 March 2029", "14", "Harbour Street"]})
+    assert "[s1], [s2]; of these, [s2] shows “31 March 2029”, “14”, “Harbour Street”." in asked
+    assert folder.answer_text().strip() == "The lease runs until 31 March 2029 [s2]."
 
 
 def test_the_third_identical_call_in_a_row_is_answered_with_a_nudge_not_run(tmp_path, source) -> None:

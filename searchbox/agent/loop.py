@@ -19,7 +19,7 @@ from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.records.events import (DONE_REASONS, Compaction, Delta, EventBus, Notice, RunStart, StepEnd, StepStart,
                                       Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events)
-from searchbox.agent.prompts import CITE_SOURCES, CONTINUE, EMPTY_REPLY, WRAP_UP, system_prompt
+from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, cite_sources, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
@@ -38,6 +38,9 @@ class Toolbox(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
 
     def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult: ...
+
+    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
+        """For each of these source ids that holds any of the text's names, dates or amounts, those."""
 
 
 class _TurnOver(Exception):
@@ -76,7 +79,7 @@ class AgentLoop:
         self.started = time.monotonic()
         self._turn_deadline = float("inf")  # when the current turn passes TURN_TIMEOUT_SECONDS
         self._recent_calls: list[str] = []
-        self._sources_shown = False  # a tool result showed document content with a source id
+        self._sources_shown: list[str] = []  # the source ids tool results showed, in order
 
     # -- the run --------------------------------------------------------------------------
 
@@ -155,7 +158,8 @@ class AgentLoop:
                     continue
                 if self._uncited(response.text) and not asked_for_citations:
                     asked_for_citations, uncited = True, response.text
-                    self._ask_again(CITE_SOURCES, "the answer cited no source: the model was asked to cite")
+                    self._ask_again(cite_sources(self._sources_shown, self.toolbox.facts_shown(response.text, self._sources_shown)),
+                                    "the answer cited no source: the model was asked to cite")
                     continue
                 if uncited is not None and not cited_ids(response.text):
                     self._keep_answer(uncited)
@@ -299,7 +303,8 @@ class AgentLoop:
             finally:
                 token.set_deadline(None)
         duration_ms = (time.monotonic() - started) * 1000
-        self._sources_shown = self._sources_shown or bool(output.details.get("sources") or output.details.get("source"))
+        shown = output.details.get("sources") or [output.details.get("source")]
+        self._sources_shown += [s for s in shown if s and s not in self._sources_shown]
         # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
                             ended=output.ended)

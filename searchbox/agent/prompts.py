@@ -37,9 +37,19 @@ CONTINUE = "Continue."
 EMPTY_REPLY = "Your reply was empty. Call a tool, or reply with your answer citing sources."
 
 # Sent once per turn when the reply that ends it cites nothing although tools showed sources: told
-# the rule once in the system prompt, small models answer from the passages and drop the ids.
-CITE_SOURCES = ("Your answer cites no source. Reply with the answer again, citing the ids of the sources it rests "
-                "on, e.g. [s1].")
+# the rule once in the system prompt, small models answer from the passages and drop the ids. Asked
+# without the ids, the 1.5B repeated its answer uncited; given only the ids, it cited the first one
+# shown, which did not hold the fact. So the ids are named, and which of them hold the answer's names,
+# dates and amounts (the facts the citation check looks for).
+def cite_sources(shown: list[str], facts: dict[str, list[str]]) -> str:
+    ids = ", ".join(f"[{source_id}]" for source_id in shown[-8:])
+    holding = "; ".join(f"[{source_id}] shows {', '.join(f'“{fact}”' for fact in held[:3])}"
+                        for source_id, held in list(facts.items())[:4])
+    return (f"Your answer cites no source. The tool results above showed the sources {ids}"
+            + (f"; of these, {holding}" if holding else "")
+            + ". Reply with the answer again, putting after each fact the id of the source that shows it, "
+              "e.g. \"... [s1].\"")
+
 
 # Sent when a turn hits its step limit or timeout, so that it still ends with an answer.
 WRAP_UP = "This turn has used all its steps. Using what you found so far, write your answer now, citing sources."

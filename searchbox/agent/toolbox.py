@@ -51,6 +51,9 @@ class RunToolbox:
     def schemas(self) -> list[dict[str, Any]]:
         return self._schemas
 
+    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
+        return self.workspace.facts_shown(text, ids)
+
     def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult:
         if parse_error:
             return ToolResult.error(f"The arguments of {name} could not be parsed ({parse_error}). "

@@ -14,9 +14,12 @@ from searchbox.tools.paths import DATAROOM_DIR, dataroom_relative
 from searchbox.tools.tool import ToolContext, ToolResult, tool
 from searchbox.tools.truncate import format_size
 
-# What a result's JSON adds around its rows (mode, notes); the shortest excerpt worth showing.
+# What a result's JSON adds around its rows (mode, notes). The shortest excerpt worth showing: with
+# 8 excerpts of about 430 characters in 4 KB, the 1.5B model was shown no auditor's name for "Who audited
+# the FY2025 financial statements?" and answered wrong; 4 of about 750 showed 82 of the built-in set's
+# 124 must-facts instead of 65 (bench/result_facts.py).
 _ENVELOPE_BYTES = 600
-_MIN_EXCERPT_CHARS = 200
+_MIN_EXCERPT_CHARS = 700
 
 # The arguments search_dataroom and keyword_search share, so that the two are compared on equal terms.
 _CHUNKS = {"type": "integer", "description": "how many chunks to return", "default": 8, "minimum": 1, "maximum": 50}
@@ -83,30 +86,35 @@ def answer_question(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return _with_hits({"candidates": candidates, "reranker": ctx.engine.reranker().name}, ctx, hits, args["question"])
 
 
-def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The hits as result rows, best first, within the tool output limit, and a note when they had to
-    be made to fit: first each text becomes an excerpt around the query's words (an equal share of the
-    limit), then results past the limit are left out and not cited (no source id the model never saw)."""
+def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str, Any]], list[str], str | None]:
+    """The hits as result rows, best first, within the tool output limit; the paths of hits that did
+    not fit; and a note when they had to be made to fit. Only as many rows are kept as fit with an
+    excerpt of at least _MIN_EXCERPT_CHARS around the query's words (an equal share of the limit); the
+    rest are named by path and chunk but not cited (no source id for a text the model never saw)."""
     rows = [_row(ctx, hit) for hit in hits]
+    also: list[str] = []
     note = None
     if _size(rows) > ctx.max_bytes and rows:
         row_overhead = _size([{**rows[0], "text": ""}]) - _ENVELOPE_BYTES
-        share = (ctx.max_bytes - _ENVELOPE_BYTES) // len(rows) - row_overhead
+        fit = max(1, (ctx.max_bytes - _ENVELOPE_BYTES) // (row_overhead + _MIN_EXCERPT_CHARS))
+        also = [_named(row) for row in rows[fit:]]
+        rows = rows[:fit]
+        share = (ctx.max_bytes - _ENVELOPE_BYTES - _size_of(also)) // len(rows) - row_overhead
         weights = term_weights(query, [row["text"] for row in rows])
         for row in rows:
-            row["text"] = excerpt(row["text"], weights, max(share, _MIN_EXCERPT_CHARS))
+            row["text"] = excerpt(row["text"], weights, max(share, _MIN_EXCERPT_CHARS // 2))
         note = (f"texts are excerpts around the query's words, to keep within the {format_size(ctx.max_bytes)} "
                 "tool output limit; read a result's path for all of it")
-        kept = len(rows)
-        while kept > 1 and _size(rows[:kept]) > ctx.max_bytes:
-            kept -= 1
-        if kept < len(rows):
-            note += f"; {len(rows) - kept} more result{'s' if len(rows) - kept > 1 else ''} left out"
-            rows = rows[:kept]
+        while len(rows) > 1 and _size(rows) + _size_of(also) > ctx.max_bytes:
+            also.insert(0, _named(rows[-1]))
+            rows = rows[:-1]
+        if also:
+            note += (f"; {len(also)} more result{'s' if len(also) > 1 else ''} in also_matched, by rank: "
+                     "read them, or search with paths to see their text")
     for row, hit in zip(rows, hits):
         chunk = ctx.engine.corpus.chunks[hit.chunk]
         row["id"] = ctx.ledger.cite_chunk(row["path"], chunk.index, chunk.start, chunk.end, chunk.label, chunk.text).id
-    return rows, note
+    return rows, also, note
 
 
 def _row(ctx: ToolContext, hit: Hit) -> dict[str, Any]:
@@ -119,14 +127,25 @@ def _row(ctx: ToolContext, hit: Hit) -> dict[str, Any]:
     return row
 
 
+def _named(row: dict[str, Any]) -> str:
+    return f"{row['path']} (chunk {row['chunk']})"
+
+
 def _size(rows: list[dict[str, Any]]) -> int:
-    """Bytes of the rows as the model sees them (indented JSON), with room for the result's other keys."""
-    return _ENVELOPE_BYTES + len(json.dumps(rows, indent=1, ensure_ascii=False).encode())
+    """Bytes of the rows as the model sees them, with room for the result's other keys."""
+    return _ENVELOPE_BYTES + _size_of(rows)
+
+
+def _size_of(value: Any) -> int:
+    """Bytes of a value as the model sees it (indented JSON); nothing for an empty one (not shown)."""
+    return len(json.dumps(value, indent=1, ensure_ascii=False).encode()) if value else 0
 
 
 def _with_hits(result: dict[str, Any], ctx: ToolContext, hits: list[Hit], query: str) -> ToolResult:
-    rows, note = _hits(ctx, hits, query)
+    rows, also, note = _hits(ctx, hits, query)
     result["results"] = rows
+    if also:
+        result["also_matched"] = also
     if note:
         result["note"] = note
     return json_result(ctx, result)
