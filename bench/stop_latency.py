@@ -26,12 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
-from searchbox.agent.control import RunControl  # noqa: E402
-from searchbox.agent.run import run_job  # noqa: E402
+from searchbox.agent.run import connect_and_run  # noqa: E402
 from searchbox.jobs.scheduler import Scheduler  # noqa: E402
 from searchbox.jobs.store import JobStore  # noqa: E402
-from searchbox.llm.openai_client import OpenAIClient  # noqa: E402
-from searchbox.records.events import Event, Listener  # noqa: E402
+from searchbox.records.events import Event  # noqa: E402
 from searchbox.retrieval.models import load_embedder  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 
@@ -53,14 +51,6 @@ def _answer(call: dict[str, Any]) -> Any:
             return Reply(text="done")
         return Reply(tool_calls=[call])
     return answer
-
-
-def _run_fn(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
-    client = OpenAIClient(settings.llama_url, settings.model_id, max_attempts=1)
-    try:
-        return run_job(job_dir, settings, client, listeners, control)
-    finally:
-        client.close()
 
 
 def _dataroom(folder: Path, chunks: int) -> Path:
@@ -92,10 +82,10 @@ def measure(case: str, how: str, room: Path, scratch: Path) -> tuple[float, floa
     """Seconds from the request to the tool's end and to the job's new state, and how the tool ended."""
     spec = CASES[case]
     with ScriptedEndpoint(default=_answer(spec["call"])) as endpoint:
-        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools=spec["tools"],
+        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", llm_attempts=1, searchbox_tools=spec["tools"],
                                     retrieval_preset="packaged", searchbox_cache_dir=str(scratch / "cache"))
         store = JobStore(scratch / "jobs")
-        scheduler = Scheduler(store, _run_fn, settings)
+        scheduler = Scheduler(store, connect_and_run, settings)
         scheduler.start()
         try:
             record = store.create(f"{case}: {how}", room, {}, "bench", settings)

@@ -25,13 +25,12 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
-from searchbox.agent.run import run_job
+from searchbox.agent.run import connect_and_run
 from searchbox.cancel import Cancelled, CancelToken
 from searchbox.jobs.job import create_job
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
-from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.events import Event, EventBus, Listener, ToolStart
+from searchbox.records.events import Event, EventBus, ToolStart
 from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.cache import EmbeddingCache
@@ -64,17 +63,9 @@ def _answer(body: dict[str, Any]) -> Reply:
 
 
 def _settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
-    return Settings.resolve(env={}, **{"llama_url": url, "model_id": "scripted", "searchbox_tools": "",
+    return Settings.resolve(env={}, **{"llama_url": url, "model_id": "scripted", "llm_attempts": 1, "searchbox_tools": "",
                                        "retrieval_preset": "packaged", "searchbox_cache_dir": str(tmp_path / "cache"),
                                        **overrides})
-
-
-def _run_fn(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
-    client = OpenAIClient(settings.llama_url, settings.model_id, max_attempts=1)
-    try:
-        return run_job(job_dir, settings, client, listeners, control)
-    finally:
-        client.close()
 
 
 def _wait_for(events: queue.Queue[Event | None], kind: str, name: str) -> None:
@@ -91,7 +82,7 @@ def _stop_bash_through_the_scheduler(tmp_path: Path, endpoint: ScriptedEndpoint,
     command runs; returns the seconds from the request to the job's new state."""
     store = JobStore(tmp_path / "jobs")
     settings = _settings(tmp_path, endpoint.url)
-    scheduler = Scheduler(store, _run_fn, settings)
+    scheduler = Scheduler(store, connect_and_run, settings)
     scheduler.start()
     record = store.create(QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), {}, "alice", settings)
     events = scheduler.subscribe(record.id)
@@ -159,7 +150,7 @@ def test_the_run_ceiling_cuts_a_running_command(tmp_path: Path) -> None:
         job_dir = tmp_path / "job"
         create_job(job_dir, QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
         started = time.monotonic()
-        reason = _run_fn(job_dir, settings, RunControl(), [])
+        reason = connect_and_run(job_dir, settings, RunControl(), [])
     assert reason == "ceiling_seconds"
     assert time.monotonic() - started < 3 + BOUND_S
     assert [e["ended"] for e in _tool_ends(job_dir)] == ["cut_by_ceiling"]
@@ -287,11 +278,11 @@ def test_a_paused_search_records_its_cut_and_is_not_run_again_on_resume(tmp_path
         settings = _settings(tmp_path, endpoint.url, searchbox_tools="search_dataroom")
         job_dir = tmp_path / "job"
         create_job(job_dir, QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
-        assert _run_fn(job_dir, settings, control, []) == "paused"
+        assert connect_and_run(job_dir, settings, control, []) == "paused"
         [end] = _tool_ends(job_dir)
         assert end["ended"] == "cut_by_pause" and end["is_error"]
         assert embedder.batches == [1]
-        assert _run_fn(job_dir, settings, RunControl(), []) == "first_turn_done"
+        assert connect_and_run(job_dir, settings, RunControl(), []) == "first_turn_done"
         resumed = endpoint.requests[-1].body["messages"]
     assert len(_tool_ends(job_dir)) == 1
     assert "search_dataroom was cut before it finished: the run was paused" in resumed[-1]["content"]
@@ -354,14 +345,14 @@ def test_a_call_the_app_died_in_is_not_run_again_on_resume(tmp_path: Path) -> No
         settings = _settings(tmp_path, endpoint.url)
         job_dir = tmp_path / "job"
         create_job(job_dir, QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
-        assert _run_fn(job_dir, settings, control, [pause_after_the_response]) == "paused"
+        assert connect_and_run(job_dir, settings, control, [pause_after_the_response]) == "paused"
         # What a SIGKILL while bash ran leaves: the call's start recorded, no result.
         [response] = [row["message"] for row in read_jsonl(job_dir / "session.jsonl")
                       if row["message"]["role"] == "assistant"]
         bash_call = response["tool_calls"][0]
         EventBus(JobFolder(job_dir).events).emit(ToolStart(call_id=bash_call["id"], name="bash",
                                                            arguments={"command": SLEEP}, raw_arguments=""))
-        assert _run_fn(job_dir, settings, RunControl(), []) == "first_turn_done"
+        assert connect_and_run(job_dir, settings, RunControl(), []) == "first_turn_done"
         resumed = endpoint.requests[-1].body["messages"]
     assert [(e["name"], e["ended"]) for e in _tool_ends(job_dir)] == [("bash", "cut_by_crash"), ("ls", "completed")]
     assert "bash was cut before it finished: the app stopped while it ran" in resumed[-2]["content"]
