@@ -7,9 +7,13 @@ from pathlib import Path
 
 from searchbox.retrieval.availability import fit_retrieval, why_unavailable
 from searchbox.settings import Settings
-from searchbox.ui.run_view import run_overrides
+from searchbox.ui.run_view import RunRequest
 
 NEVER_CACHED = "searchbox-tests/never-cached-embedder"
+
+
+def overrides_for(settings: Settings, **form) -> dict:
+    return RunRequest(question="q", **form).overrides(settings)
 
 
 def test_default_models_missing_offline_fall_back_to_the_packaged_embedder_with_hybrid_search() -> None:
@@ -41,7 +45,7 @@ def test_models_that_are_here_are_kept(tmp_path: Path) -> None:
 def test_the_app_leaves_retrieval_unchosen_unless_the_visitor_changed_it() -> None:
     operator = Settings.resolve(env={})
     args = dict(budget=1, force=False, high=[], low=[], llm="auto", endpoint="", model_id="")
-    untouched = run_overrides(operator, retrieval="default", embed_backend="local", rerank_backend="local", **args)
+    untouched = overrides_for(operator, retrieval="default", embed_backend="local", rerank_backend="local", **args)
     assert not {"retrieval_preset", "embed_backend", "rerank_backend"} & set(untouched)
-    changed = run_overrides(operator, retrieval="packaged", embed_backend="local", rerank_backend="local", **args)
+    changed = overrides_for(operator, retrieval="packaged", embed_backend="local", rerank_backend="local", **args)
     assert changed["retrieval_preset"] == "packaged"

@@ -6,30 +6,34 @@ import gradio as gr
 import pytest
 
 from searchbox.settings import Settings
-from searchbox.ui.run_view import ENDPOINT_CHOICE, llm_choices, run_overrides
+from searchbox.ui.run_view import ENDPOINT_CHOICE, RunRequest, llm_choices
 
 ARGS = dict(budget=3, force=True, high=["keyword_search"], low=["rerank"], model_id="m", retrieval="packaged",
             embed_backend="local", rerank_backend="local")
 
 
+def overrides_for(settings: Settings, **form) -> dict:
+    return RunRequest(question="q", **form).overrides(settings)
+
+
 def test_a_visitor_cannot_point_a_public_app_at_another_endpoint() -> None:
     operator = Settings.resolve(env={"LLAMA_URL": "http://gpu-box:8080/v1", "MODEL_ID": "qwen"})
-    overrides = run_overrides(operator, llm=ENDPOINT_CHOICE, endpoint="http://evil.example/v1", **ARGS)
+    overrides = overrides_for(operator, llm=ENDPOINT_CHOICE, endpoint="http://evil.example/v1", **ARGS)
     assert overrides["llama_url"] == "http://gpu-box:8080/v1" and overrides["model_id"] == "qwen"
     public = Settings.resolve(env={})
     assert ENDPOINT_CHOICE not in llm_choices(public)
     with pytest.raises(gr.Error):
-        run_overrides(public, llm=ENDPOINT_CHOICE, endpoint="http://evil.example/v1", **ARGS)
+        overrides_for(public, llm=ENDPOINT_CHOICE, endpoint="http://evil.example/v1", **ARGS)
     with pytest.raises(gr.Error):
-        run_overrides(public, llm="/etc/passwd", endpoint="", **ARGS)
+        overrides_for(public, llm="/etc/passwd", endpoint="", **ARGS)
 
 
 def test_endpoints_can_be_allowed_and_tools_are_joined() -> None:
     laptop = Settings.resolve(env={"SEARCHBOX_VISITOR_ENDPOINTS": "1"})
-    overrides = run_overrides(laptop, llm=ENDPOINT_CHOICE, endpoint="http://localhost:8080/v1", **ARGS)
+    overrides = overrides_for(laptop, llm=ENDPOINT_CHOICE, endpoint="http://localhost:8080/v1", **ARGS)
     assert overrides["llama_url"] == "http://localhost:8080/v1"
     assert overrides["searchbox_tools"] == "keyword_search,rerank" and overrides["turn_budget"] == 3
-    none = run_overrides(laptop, **{**ARGS, "high": [], "low": []}, llm="auto", endpoint="")
+    none = overrides_for(laptop, **{**ARGS, "high": [], "low": []}, llm="auto", endpoint="")
     assert none["searchbox_tools"] == "" and none["llm_gguf"] == "auto" and none["llama_url"] == ""
 
 

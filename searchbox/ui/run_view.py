@@ -14,6 +14,7 @@ import json
 import queue
 import secrets
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,32 +66,50 @@ def llm_choices(settings: Settings) -> list[str]:
     return choices
 
 
-def run_overrides(settings: Settings, budget: float, force: bool, high: list[str], low: list[str], llm: str,
-                  endpoint: str, model_id: str, retrieval: str, embed_backend: str, rerank_backend: str) -> dict[str, Any]:
-    """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
-    server at arbitrary URLs or files."""
-    if llm not in llm_choices(settings):
-        raise gr.Error(f"Unknown model choice {llm!r}.")
-    overrides: dict[str, Any] = {
-        "turn_budget": int(budget),
-        "force_budget": bool(force),
-        "searchbox_tools": ",".join([*high, *low]),
-    }
-    # Retrieval choices left as the operator set them stay unchosen: the run may then fall back to
-    # models it can load here (see retrieval.availability) instead of failing on its first search.
-    chosen = {"retrieval_preset": retrieval, "embed_backend": embed_backend, "rerank_backend": rerank_backend}
-    overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
-    if llm == ENDPOINT_CHOICE:
+@dataclass(frozen=True, kw_only=True)
+class RunRequest:
+    """What the Ask panel sends for one run: each field is a named parameter of the /search endpoint, in
+    this order (the visitor's id comes last), so a page and an API caller send the same thing."""
+
+    question: str
+    upload: str | None = None
+    budget: float
+    force: bool
+    high: list[str]
+    low: list[str]
+    llm: str
+    endpoint: str
+    model_id: str
+    retrieval: str
+    embed_backend: str
+    rerank_backend: str
+    jina_key: str = ""
+
+    def overrides(self, settings: Settings) -> dict[str, Any]:
+        """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
+        server at arbitrary URLs or files."""
+        if self.llm not in llm_choices(settings):
+            raise gr.Error(f"Unknown model choice {self.llm!r}.")
+        overrides: dict[str, Any] = {
+            "turn_budget": int(self.budget),
+            "force_budget": bool(self.force),
+            "searchbox_tools": ",".join([*self.high, *self.low]),
+        }
+        # Retrieval choices left as the operator set them stay unchosen: the run may then fall back to
+        # models it can load here (see retrieval.availability) instead of failing on its first search.
+        chosen = {"retrieval_preset": self.retrieval, "embed_backend": self.embed_backend,
+                  "rerank_backend": self.rerank_backend}
+        overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
+        if self.llm != ENDPOINT_CHOICE:
+            return {**overrides, "llm_gguf": self.llm, "llama_url": ""}
+        endpoint, model_id = self.endpoint, self.model_id
         if not settings.searchbox_visitor_endpoints:  # the operator's endpoint, whatever the page sent
             endpoint, model_id = settings.llama_url, settings.model_id
         elif endpoint.strip() == without_userinfo(settings.llama_url):  # the page shows it without credentials
             endpoint = settings.llama_url
         if not endpoint.strip():
             raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")
-        overrides.update(llama_url=endpoint.strip(), model_id=model_id.strip())
-    else:
-        overrides.update(llm_gguf=llm, llama_url="")
-    return overrides
+        return {**overrides, "llama_url": endpoint.strip(), "model_id": model_id.strip()}
 
 
 async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
@@ -149,27 +168,25 @@ class RunView:
             shutil.rmtree(tmp, ignore_errors=True)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
 
-    async def run(self, question: str, upload: str | None, budget: float, force: bool, high: list[str], low: list[str],
-                  llm: str, endpoint: str, model_id: str, retrieval: str, embed_backend: str, rerank_backend: str,
-                  jina_key: str, owner: str):
-        question = (question or "").strip()
+    async def run(self, owner: str, **form: Any):
+        request = RunRequest(**form)
+        question = (request.question or "").strip()
         if not question:
             raise gr.Error("Ask a question first.")
         # A browser's first run makes its id, which the page then keeps (BrowserState) and sends with every
         # later call; an API caller without one gets a private, unlisted run.
         new_owner = "" if owner else secrets.token_urlsafe(16)
         owner = owner or new_owner
-        overrides = run_overrides(self.services.settings, budget, force, high, low, llm, endpoint, model_id, retrieval,
-                                  embed_backend, rerank_backend)
-        source = Path(upload) if upload else BUILTIN_DATAROOM
+        overrides = request.overrides(self.services.settings)
+        source = Path(request.upload) if request.upload else BUILTIN_DATAROOM
         try:
             record = await asyncio.to_thread(self.services.store.create, question, source, overrides, owner,
                                              self.services.settings,
                                              max_waiting=self.services.settings.searchbox_max_queued_runs)
         except (DataroomError, SettingsError, ValueError) as exc:
             raise gr.Error(str(exc)) from exc
-        if jina_key:
-            self.services.remember_secrets(record.id, {"jina_api_key": jina_key})
+        if request.jina_key:
+            self.services.remember_secrets(record.id, {"jina_api_key": request.jina_key})
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed
         self.services.scheduler.submit(record.id)
         async for update in self._follow(record.id, question, subscription, replay=False):
@@ -326,8 +343,11 @@ class RunView:
                       [effort], [budget, force], api_name=False)
         all_high.change(lambda on: high if on else [], [all_high], [high_tools], api_name=False)
         all_low.change(lambda on: low if on else [], [all_low], [low_tools], api_name=False)
-        run_button.click(self.run, [question, upload, budget, force, high_tools, low_tools, llm, endpoint, model_id,
-                                    retrieval, embed_backend, rerank_backend, jina_key, owner],
-                         [*self.live_outputs, owner], api_name="search", js=SHOW_RUN_ON_A_PHONE)
+        form = dict(question=question, upload=upload, budget=budget, force=force, high=high_tools, low=low_tools,
+                    llm=llm, endpoint=endpoint, model_id=model_id, retrieval=retrieval, embed_backend=embed_backend,
+                    rerank_backend=rerank_backend, jina_key=jina_key)
+        assert list(form) == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
+        run_button.click(self.run, inputs_kwargs={**form, "owner": owner}, outputs=[*self.live_outputs, owner],
+                         api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
         pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")
