@@ -96,7 +96,9 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
 def test_the_jobs_tab_lists_runs_and_opens_a_dashboard_from_records(app: tuple[str, Path]) -> None:
     url, home = app
     client = Client(url, verbose=False)
-    client.predict(*search_args(budget=1), api_name="/search")
+    # By name, as the README shows: the form's defaults fill the rest (no upload: the built-in dataroom).
+    client.predict(question=QUESTION, budget=1, llm="packaged:gemma3-270m", retrieval="packaged", owner=OWNER,
+                   api_name="/search")
     rows, choices = client.predict(OWNER, api_name="/jobs")
     stranger = Client(url, verbose=False)
     assert stranger.predict("someone-else", api_name="/jobs")[0]["data"] == []  # nobody else sees them

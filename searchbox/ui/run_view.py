@@ -168,8 +168,9 @@ class RunView:
             shutil.rmtree(tmp, ignore_errors=True)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
 
-    async def run(self, owner: str, **form: Any):
-        request = RunRequest(**form)
+    async def run(self, owner: str | None = None, upload: str | None = None, **form: Any):
+        # The None defaults make these optional for API callers (no upload: the built-in dataroom).
+        request = RunRequest(upload=upload, **form)
         question = (request.question or "").strip()
         if not question:
             raise gr.Error("Ask a question first.")
@@ -327,7 +328,7 @@ class RunView:
                         embed_backend = gr.Radio(["local", "api"], value=self.services.settings.embed_backend, label="Embedder")
                         rerank_backend = gr.Radio(["local", "api"], value=self.services.settings.rerank_backend, label="Reranker")
                     jina_key = gr.Textbox(label="Jina API key (for the api backends; used for this run only, never stored)",
-                                          type="password")
+                                          type="password", value="")
                 with gr.Row():
                     run_button = gr.Button("Search", variant="primary")
                     pause_button = gr.Button("Pause", interactive=False)
