@@ -10,7 +10,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
-from searchbox.records.events import EVENT_TYPES, Event, load_events
+from searchbox.records.events import EVENT_TYPES, PREVIEW_CHARS, Event, load_events
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -125,6 +125,14 @@ def test_a_result_preview_is_clipped_and_cannot_close_its_fence() -> None:
     content = feed.messages[-1]["content"]
     assert "````\n```\nline 0" in content and "line 13" in content and "line 14" not in content
     assert content.endswith("…\n````")
+
+    # One long line, cut by the loop at PREVIEW_CHARS: marked as cut too; a short result is not.
+    feed.add(ev("tool_end", call_id="d", name="grep", arguments={"pattern": "x"}, duration_ms=1, is_error=False,
+                preview="y" * PREVIEW_CHARS, details={}))
+    assert feed.messages[-1]["content"].endswith("y\n…\n```")
+    feed.add(ev("tool_end", call_id="e", name="grep", arguments={"pattern": "x"}, duration_ms=1, is_error=False,
+                preview="found", details={}))
+    assert "…" not in feed.messages[-1]["content"]
 
 
 def test_reasoning_and_text_stream_into_separate_messages() -> None:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
-from searchbox.records.events import (DONE_REASONS, Compaction, Delta, EventBus, Notice, RunStart, StepEnd, StepStart,
+from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, Compaction, Delta, EventBus, Notice, RunStart, StepEnd, StepStart,
                                       Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events)
 from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, cite_sources, system_prompt
 from searchbox.agent.session import Session
@@ -30,7 +30,6 @@ from searchbox.cancel import Cancelled
 from searchbox.tools.gist import result_gist
 from searchbox.tools.tool import ToolResult
 
-_PREVIEW_CHARS = 400
 _REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered with a nudge instead
 
 
@@ -310,7 +309,7 @@ class AgentLoop:
                             ended=output.ended)
         self.bus.emit(ToolEnd(call_id=call.id, name=call.name, arguments=call.arguments or {},
                               raw_arguments=call.raw_arguments, duration_ms=round(duration_ms, 1),
-                              is_error=output.is_error, ended=output.ended, preview=output.text[:_PREVIEW_CHARS],
+                              is_error=output.is_error, ended=output.ended, preview=output.text[:PREVIEW_CHARS],
                               details=output.details,
                               gist=result_gist(call.name, output.text, output.details, output.is_error)))
 

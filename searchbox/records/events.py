@@ -120,6 +120,10 @@ class ToolStart(Event):
     raw_arguments: str | None = None  # as the model wrote them (what to show when they did not parse)
 
 
+# How much of a tool's result a tool_end event keeps (the feed shows it; the model got all of it).
+PREVIEW_CHARS = 400
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolEnd(Event):
     type: ClassVar[str] = "tool_end"
@@ -130,7 +134,7 @@ class ToolEnd(Event):
     duration_ms: float = 0.0
     is_error: bool = False
     ended: str = "completed"  # or how it was cut: timed_out, cut_by_pause, cut_by_stop, cut_by_crash, ...
-    preview: str = ""  # the start of the result the model got
+    preview: str = ""  # the first PREVIEW_CHARS of the result the model got
     details: dict[str, Any] = field(default_factory=dict)  # the tool's own facts (bash: exit_code, programs)
     gist: str = ""  # one line saying what the result held
 

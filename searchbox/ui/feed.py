@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from searchbox.records.events import (Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart, Stop, ToolEnd,
+from searchbox.records.events import (PREVIEW_CHARS, Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart, Stop, ToolEnd,
                                       ToolStart, TurnEnd, TurnStart)
 from searchbox.agent.prompts import CONTINUE
 from searchbox.ui.answer import inert_markdown
@@ -22,7 +22,6 @@ Message = dict[str, Any]
 _ICONS = {"bash": "💻", "read": "📄", "grep": "🔎", "find": "🗂️", "ls": "📁", "edit": "✏️", "write": "📝"}
 _TITLE_ARGS_CHARS = 80
 _PREVIEW_LINES = 15
-_PREVIEW_CHARS = 600
 _NOTICE_ICONS = {"warning": "⚠️", "error": "❌"}
 
 
@@ -226,10 +225,12 @@ def _arguments_block(name: str, arguments: dict[str, Any], raw: str | None) -> s
     return _fenced(json.dumps(arguments, indent=1, ensure_ascii=False), "json")
 
 
-def _clip(text: str) -> str:
-    lines = text.rstrip("\n").split("\n")
-    clipped = "\n".join(lines[:_PREVIEW_LINES])[:_PREVIEW_CHARS]
-    return clipped if clipped == text.rstrip("\n") else clipped.rstrip() + "\n…"
+def _clip(preview: str) -> str:
+    """A tool_end preview (already cut at PREVIEW_CHARS) cut at _PREVIEW_LINES, marked when either cut it."""
+    lines = preview.rstrip("\n").split("\n")
+    clipped = "\n".join(lines[:_PREVIEW_LINES])
+    cut = clipped != preview.rstrip("\n") or len(preview) >= PREVIEW_CHARS
+    return clipped.rstrip() + "\n…" if cut else clipped
 
 
 def _fenced(text: str, language: str = "") -> str:
