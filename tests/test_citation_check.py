@@ -16,7 +16,7 @@ from searchbox.evaluation.report import results_frame, summary_table
 from searchbox.evaluation.scoring import format_score, score_run
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.citation_check import SUPPORT_SCORE, Fact, fact_in, quote_in, sentence_facts
+from searchbox.records.citation_check import CHECKER_VERSION, SUPPORT_SCORE, answer_digest, Fact, fact_in, quote_in, sentence_facts
 from searchbox.records.citations import cited_ids, citing_sentences
 from searchbox.records.files import read_json
 from searchbox.settings import Settings
@@ -72,6 +72,20 @@ def test_supported_unsupported_and_unchecked_on_the_builtin_dataroom(builtin_job
     assert "Halloway Brandt LLP" in checks[3]["missing"] and "not in the source ledger" in checks[6]["reason"]
     assert (record["supported"], record["unsupported"], record["unchecked"]) == (2, 4, 1)
     assert record["supported_rate"] == round(2 / 7, 4) and record["score_model"] == "packaged:minilm"
+
+
+def test_a_source_cited_beside_others_must_hold_a_figure_not_only_their_names(builtin_job: Path) -> None:
+    """The 1.5B cited a loan summary's covenant page beside two pages stating the rate: it holds the
+    bank's name, as they do, and no rate (hand-labelled unsupported; checker 1 called it supported)."""
+    ws = workspace(builtin_job, s1=(AUDIT, 1, 60), s2=(AUDIT, 1, 2), s3=(AMENDMENT, 1, 40))
+    answer = "\n".join([
+        "Quillmoor Hydrometrics, Inc. renewed the Agreement from 1 April 2025 [s3][s2].",  # s2: the name only
+        "Quillmoor Hydrometrics, Inc. renewed the Agreement [s3][s2].",  # no figure: the name is the claim
+    ])
+    record = ws.check_citations(answer)
+    assert verdicts(record) == [("s3", "supported"), ("s2", "unsupported"), ("s3", "supported"), ("s2", "supported")]
+    assert "none of the figures: 1 April 2025" in record["checks"][1]["reason"]
+    assert record["checker"] == CHECKER_VERSION
 
 
 def test_a_source_that_cannot_be_read_is_unchecked(builtin_job: Path, tmp_path: Path) -> None:
@@ -197,6 +211,11 @@ def test_a_run_recorded_before_checks_is_checked_when_scored(tmp_path: Path) -> 
     meta_path.write_text(__import__("json").dumps(meta))
     question = {"id": "q", "type": "literal", "question": "?", "must_facts": [], "gold_files": []}
     assert score_run(job_dir, question)["citations"]["unsupported"] == 1
+    answer = (job_dir / "work" / "ANSWER.md").read_text(encoding="utf-8")
+    meta["citations"] = {"cited": ["s1"], "valid": 1, "invalid": 0, "invalid_ids": [], "checks": [], "unsupported": 0,
+                         "answer_sha256": answer_digest(answer), "checker": CHECKER_VERSION - 1}  # an older checker's
+    meta_path.write_text(__import__("json").dumps(meta))
+    assert score_run(job_dir, question)["citations"]["unsupported"] == 1  # checked again, not taken as it was
 
 
 def test_the_answer_panel_marks_each_citation_with_its_verdict(tmp_path: Path) -> None:

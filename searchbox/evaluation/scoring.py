@@ -18,7 +18,7 @@ from typing import Any
 from searchbox.records.facts import fact_present
 from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
-from searchbox.records.citation_check import VERDICTS, answer_digest
+from searchbox.records.citation_check import CHECKER_VERSION, VERDICTS, answer_digest
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
@@ -66,11 +66,12 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
 
 
 def checked_citations(job_dir: Path, answer: str) -> dict[str, Any]:
-    """The run's citation checks: run_meta.json's when they were made on this answer, else made now
-    with the embedder the run used (its config.json); without that embedder, facts only."""
+    """The run's citation checks: run_meta.json's when they were made on this answer by this checker, else
+    made now with the embedder the run used (its config.json); without that embedder, facts only."""
     folder = JobFolder(job_dir)
     recorded = folder.read_meta().get("citations") or {}
-    if recorded.get("answer_sha256") == answer_digest(answer) and "checks" in recorded:
+    if (recorded.get("answer_sha256") == answer_digest(answer) and "checks" in recorded
+            and recorded.get("checker", 1) == CHECKER_VERSION):
         return recorded
     config = folder.read_config()
     embedder = {k.lower(): config[k] for k in _EMBEDDER_KNOBS if k in config}

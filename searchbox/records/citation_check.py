@@ -32,6 +32,9 @@ from searchbox.records.citations import citing_sentences
 from searchbox.records.facts import DATE_IN_TEXT, fact_present, normalize, numbers
 
 VERDICTS = ("supported", "unsupported", "unchecked")
+# Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
+# 2: a source cited beside others that holds only what they hold and none of the figures is unsupported.
+CHECKER_VERSION = 2
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).
 SUPPORT_SCORE = 0.45
@@ -163,6 +166,7 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
         readable = {c.id: t for c in sentence.citations if c.id in known_ids and isinstance(t := text_of(c.id), str)}
         found_anywhere = {f for f in facts if any(fact_in(f, t) for t in readable.values())}
         missing = [f for f in facts if f not in found_anywhere]
+        held = {source_id: {f.text for f in facts if fact_in(f, text)} for source_id, text in readable.items()}
         for citation in sentence.citations:
             check = CitationCheck(citation.id, citation.occurrence, sentence.text, "unchecked", "",
                                   missing=[f.text for f in missing], quote=citation.quote)
@@ -172,11 +176,12 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
                 check.reason = f"the source's text could not be read: {text_of(citation.id)}"
             else:
                 text = readable[citation.id]
-                check.matched = [f.text for f in facts if fact_in(f, text)]
+                check.matched = [f.text for f in facts if f.text in held[citation.id]]
                 check.score = _score(support, sentence.text, text)
                 if citation.quote is not None:
                     check.quote_found = quote_in(citation.quote, text)
-                check.verdict, check.reason = _verdict(facts, missing, check)
+                others = set().union(*(h for source_id, h in held.items() if source_id != citation.id))
+                check.verdict, check.reason = _verdict(facts, missing, check, others)
             checks.append(check)
     return checks
 
@@ -191,6 +196,7 @@ def citation_record(answer: str, ids: list[str], invalid: list[str], checks: lis
         "supported_rate": round(counts["supported"] / len(checks), 4) if checks else None,
         "score_model": score_model,
         "answer_sha256": answer_digest(answer),
+        "checker": CHECKER_VERSION,
         "checks": [asdict(c) for c in checks],
     }
 
@@ -200,7 +206,8 @@ def answer_digest(answer: str) -> str:
     return hashlib.sha256(answer.encode("utf-8")).hexdigest()
 
 
-def _verdict(facts: list[Fact], missing: list[Fact], check: CitationCheck) -> tuple[str, str]:
+def _verdict(facts: list[Fact], missing: list[Fact], check: CitationCheck, others: set[str]) -> tuple[str, str]:
+    """`others`: the facts the sentence's other cited sources hold."""
     score, supported_by_score = check.score, check.score is not None and check.score >= SUPPORT_SCORE
     similarity = "no score" if score is None else f"similarity {score:.2f}"
     if check.quote_found is False:
@@ -220,6 +227,11 @@ def _verdict(facts: list[Fact], missing: list[Fact], check: CitationCheck) -> tu
             return "unchecked", "none of the sentence's facts are in this source, and no score to judge by"
         return "unsupported", f"none of the sentence's facts are in this source ({similarity})"
     found = f"found: {', '.join(check.matched)}"
+    # A source cited beside others that holds only what they hold, and none of the sentence's figures
+    # (the company's name, say, where the others hold the amount), does not carry the claim.
+    figures = [f.text for f in facts if f.is_figure]
+    if figures and not set(figures) & set(check.matched) and set(check.matched) <= others:
+        return "unsupported", f"{found} (as the other cited sources do), but none of the figures: {', '.join(figures)}"
     not_found = f"; not found: {', '.join(f.text for f in missing)}" if missing else ""
     # A figure found here carries the claim; without one, a name the sources lack is what the sentence says.
     if missing and not any(f.is_figure and f.text in check.matched for f in facts):
