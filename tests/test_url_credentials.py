@@ -20,7 +20,7 @@ from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.jobs.store import STATE_FILE, JobStore
 from searchbox.settings import Settings, without_userinfo
-from searchbox.ui.run_view import ENDPOINT_CHOICE, run_overrides
+from searchbox.ui.run_view import ENDPOINT_CHOICE, RunRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "s3cret-pw-0123"
@@ -67,8 +67,9 @@ def test_job_json_never_holds_the_password(tmp_path: Path) -> None:
     base = Settings.resolve(env={"LLAMA_URL": operators}, searchbox_tools="")
     store, source = JobStore(tmp_path / "jobs"), write_tree(tmp_path / "room", SMALL_DATAROOM)
     # The page sends the operator's endpoint for every run; the environment gives it back to the run.
-    overrides = run_overrides(base, 1, False, [], [], ENDPOINT_CHOICE, "", "", base.retrieval_preset,
-                              base.embed_backend, base.rerank_backend)
+    overrides = RunRequest(question="q", budget=1, force=False, high=[], low=[], llm=ENDPOINT_CHOICE, endpoint="",
+                           model_id="", retrieval=base.retrieval_preset, embed_backend=base.embed_backend,
+                           rerank_backend=base.rerank_backend).overrides(base)
     record = store.create("q", source, overrides, "visitor", base)
     assert store.settings_for(record, base).llama_url == operators
     job_dir = store.job_dir(record.id)
@@ -87,8 +88,10 @@ def test_visitors_see_the_operators_endpoint_without_its_credentials(tmp_path: P
     operators = with_credentials("http://127.0.0.1:9/v1")
     # With visitor endpoints open, the URL the page shows (without credentials) means the operator's own.
     open_settings = Settings.resolve(env={"LLAMA_URL": operators, "SEARCHBOX_VISITOR_ENDPOINTS": "1"})
-    overrides = run_overrides(open_settings, 1, False, [], [], ENDPOINT_CHOICE, "http://127.0.0.1:9/v1", "m",
-                              open_settings.retrieval_preset, open_settings.embed_backend, open_settings.rerank_backend)
+    overrides = RunRequest(question="q", budget=1, force=False, high=[], low=[], llm=ENDPOINT_CHOICE,
+                           endpoint="http://127.0.0.1:9/v1", model_id="m", retrieval=open_settings.retrieval_preset,
+                           embed_backend=open_settings.embed_backend,
+                           rerank_backend=open_settings.rerank_backend).overrides(open_settings)
     assert overrides["llama_url"] == operators
     with throwaway_home("credentials") as home, \
             running_app(home, LLAMA_URL=operators, MODEL_ID="scripted", SEARCHBOX_VISITOR_ENDPOINTS="1") as url:
