@@ -164,9 +164,9 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
             continue
         facts = sentence_facts(sentence.text)
         readable = {c.id: t for c in sentence.citations if c.id in known_ids and isinstance(t := text_of(c.id), str)}
-        found_anywhere = {f for f in facts if any(fact_in(f, t) for t in readable.values())}
-        missing = [f for f in facts if f not in found_anywhere]
         held = {source_id: {f.text for f in facts if fact_in(f, text)} for source_id, text in readable.items()}
+        found_anywhere = set().union(*held.values())
+        missing = [f for f in facts if f.text not in found_anywhere]
         for citation in sentence.citations:
             check = CitationCheck(citation.id, citation.occurrence, sentence.text, "unchecked", "",
                                   missing=[f.text for f in missing], quote=citation.quote)
