@@ -81,6 +81,18 @@ def test_a_search_past_the_limit_shows_the_best_results_as_excerpts_and_names_th
     assert len(json.dumps(fewer, indent=1).encode()) <= 1024
 
 
+def test_many_results_past_the_limit_still_fit_it(tmp_path: Path, packaged_settings, minilm) -> None:
+    """With k=50 the names of the results left out would fill 4 KB by themselves: only some are named."""
+    work = prepare_work_dir(tmp_path / "job", write_tree(tmp_path / "room", long_documents(50)))
+    engine = make_engine(work, packaged_settings, minilm)
+    ctx = ToolContext(work, SourceLedger(), max_bytes=4096, retrieval=lambda: engine)
+    result = catalog_result(ctx, "keyword_search", {"query": "renewal fee of the contract", "k": 50})
+    assert len(json.dumps(result, indent=1).encode()) <= 4096
+    assert len(result["results"]) >= 3 and all(len(r["text"]) >= 500 for r in result["results"])
+    left_out = 50 - len(result["results"])
+    assert len(result["also_matched"]) == 8 and f"{left_out} more results in also_matched (the first 8)" in result["note"]
+
+
 def test_an_excerpt_is_the_window_where_the_rarer_query_words_are() -> None:
     filler = "The Master Agreement with the City of Harwick Falls is governed by Wisconsin law. "
     text = filler * 6 + "The initial term of the Master Agreement is three (3) years from 1 April 2022. " + filler * 6

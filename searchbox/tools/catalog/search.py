@@ -20,6 +20,9 @@ from searchbox.tools.truncate import format_size
 # 124 must-facts instead of 65 (bench/result_facts.py).
 _ENVELOPE_BYTES = 600
 _MIN_EXCERPT_CHARS = 700
+# Results that do not fit are named (path and chunk), at most this many: with k=50 the names alone
+# filled 4 KB and starved the excerpts.
+_MAX_NAMED = 8
 
 # The arguments search_dataroom and keyword_search share, so that the two are compared on equal terms.
 _CHUNKS = {"type": "integer", "description": "how many chunks to return", "default": 8, "minimum": 1, "maximum": 50}
@@ -97,8 +100,9 @@ def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str,
     if _size(rows) > ctx.max_bytes and rows:
         row_overhead = _size([{**rows[0], "text": ""}]) - _ENVELOPE_BYTES
         fit = max(1, (ctx.max_bytes - _ENVELOPE_BYTES) // (row_overhead + _MIN_EXCERPT_CHARS))
-        also = [_named(row) for row in rows[fit:]]
-        rows = rows[:fit]
+        rows, rest = rows[:fit], rows[fit:]
+        also = [_named(row) for row in rest[:_MAX_NAMED]]
+        # The names take their bytes from the excerpts' share, which stays at least half the minimum.
         share = (ctx.max_bytes - _ENVELOPE_BYTES - _size_of(also)) // len(rows) - row_overhead
         weights = term_weights(query, [row["text"] for row in rows])
         for row in rows:
@@ -106,10 +110,11 @@ def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str,
         note = (f"texts are excerpts around the query's words, to keep within the {format_size(ctx.max_bytes)} "
                 "tool output limit; read a result's path for all of it")
         while len(rows) > 1 and _size(rows) + _size_of(also) > ctx.max_bytes:
-            also.insert(0, _named(rows[-1]))
-            rows = rows[:-1]
-        if also:
-            note += (f"; {len(also)} more result{'s' if len(also) > 1 else ''} in also_matched, by rank: "
+            rest.insert(0, rows.pop())
+            also = [_named(row) for row in rest[:_MAX_NAMED]]
+        if rest:
+            named = "" if len(also) == len(rest) else f" (the first {len(also)})"
+            note += (f"; {len(rest)} more result{'s' if len(rest) > 1 else ''} in also_matched{named}, by rank: "
                      "read them, or search with paths to see their text")
     for row, hit in zip(rows, hits):
         chunk = ctx.engine.corpus.chunks[hit.chunk]
