@@ -13,8 +13,8 @@ from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
-from searchbox.records.citation_check import (Fact, SourceText, UnreadableSource, answer_digest, check_answer,
-                                              citation_record, fact_in, sentence_facts)
+from searchbox.records.citation_check import (SourceText, UnreadableSource, answer_digest, check_answer,
+                                              citation_record, facts_held)
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
@@ -109,24 +109,16 @@ class Workspace:
         return record
 
     def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
-        """Where an uncited answer's content came from: for each of these source ids that holds some of the
-        text's checkable facts, those, figures (dates, amounts) first. When any source holds a figure,
-        only such sources: the names an answer repeats from the question are in every result."""
-        sources = {s.id: s for s in self.ledger.sources()}
+        """Where an uncited answer's content came from, among these sources (records.citation_check.facts_held)."""
+        sources = {s.id: s for s in self.ledger.sources() if s.id in ids}
         text_of = self._source_texts(sources)
-        facts = [fact for line in text.splitlines() for fact in sentence_facts(line) if fact.is_specific]
-        facts = sorted(dict.fromkeys(facts), key=lambda fact: not fact.is_figure)
-        found: dict[str, list[Fact]] = {}
-        for source_id in ids:
+        texts = {}
+        for source_id in (i for i in ids if i in sources):
             try:
-                source = text_of(source_id) if source_id in sources else ""
+                texts[source_id] = text_of(source_id)
             except UnreadableSource:
                 continue
-            if held := [fact for fact in facts if fact_in(fact, source)]:
-                found[source_id] = held
-        if any(fact.is_figure for held in found.values() for fact in held):
-            found = {source_id: held for source_id, held in found.items() if any(f.is_figure for f in held)}
-        return {source_id: [fact.text for fact in held] for source_id, held in found.items()}
+        return facts_held(text, texts)
 
     def _source_texts(self, sources: dict[str, Source]) -> SourceText:
         """Source id -> its text, each file extracted once (from the loaded corpus when there is one)."""
