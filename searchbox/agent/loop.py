@@ -185,7 +185,7 @@ class AgentLoop:
     def _uncited(self, reply: str) -> bool:
         """The reply is the answer (the model wrote no ANSWER.md), tools showed sources, and it cites none."""
         return (bool(reply.strip()) and self._sources_shown and not cited_ids(reply)
-                and not self.folder.answer.exists())
+                and not self.folder.has_answer())
 
     def _finish_interrupted_step(self) -> None:
         """Run the tool calls a stopped run left without results (a pause or preemption between a
@@ -345,19 +345,20 @@ class AgentLoop:
     def _keep_answer(self, answer: str) -> None:
         """Asked only to add its sources, the model replied without any: the answer stays the one it gave
         before. The 1.5B replaced a right answer with "Sorry, but you didn't provide the id of the source"."""
-        if self.folder.answer.exists():
+        if not self.folder.create_answer(answer.strip() + "\n"):
             return
-        self.folder.answer.write_text(answer.strip() + "\n", encoding="utf-8")
         self.bus.emit(Notice(level="info", message="the reply to the request for sources cited none: "
                                                    "ANSWER.md keeps the answer given before it"))
 
     def _backstop_answer(self) -> None:
         """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
-        answer = self.folder.answer
-        if answer.exists():
+        answer = self.folder.read_answer()
+        if answer.exists and answer.problem is None:
             return
+        if answer.problem:  # a link or special file left at the name: never read or written through
+            self.bus.emit(Notice(level="warning", message=f"work/{answer.problem}"))
         for message in reversed(self.session.messages):
             if message.get("role") == "assistant" and str(message.get("content") or "").strip():
-                answer.write_text(str(message["content"]).strip() + "\n", encoding="utf-8")
-                self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
+                if self.folder.create_answer(str(message["content"]).strip() + "\n"):
+                    self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
                 return
