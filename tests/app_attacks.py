@@ -38,14 +38,13 @@ from searchbox.jobs.job import create_job
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import choose
-from searchbox.tools.sandbox.budget import measure
 
 # The child process that plays the app gets the parent's secret, so both look for the same one.
 SECRET = os.environ.get("APP_ATTACK_SECRET") or f"app-secret-{random.randrange(10**9)}"
 HOST_TEXT = f"host-file-{random.randrange(10**9)}"
 JOB_DISK_MB = 16
-SURFACE_SECONDS = 20  # gathering every surface of a small run takes well under a second; a FIFO would hang it
-CHILD_SECONDS = 120
+SURFACE_SECONDS = 90  # gathering every surface of a small run takes well under a second; a FIFO would hang it
+CHILD_SECONDS = 400  # a loaded 2-core machine takes ~30 s; a stall never ends
 CHILD_MEMORY_BYTES = 6 << 30  # the app's address space: an endless read of /dev/zero ends here
 TESTS = Path(__file__).resolve().parent
 QUESTION = "What was total revenue in fiscal 2025?"
@@ -140,8 +139,13 @@ def _answer_bounded(s: Scene, found: dict[str, bytes]) -> bool:
 
 
 def _budget_kept(s: Scene, found: dict[str, bytes]) -> bool:
-    usage, _ = measure(s.work)
-    return usage.bytes > JOB_DISK_MB << 20
+    """Counted here, not by the budget's own code: what work/ holds beyond its dataroom, every name."""
+    held = 0
+    for folder, dirs, files in os.walk(s.work):
+        if Path(folder) == s.work:
+            dirs[:] = [d for d in dirs if d != "dataroom"]
+        held += sum(os.lstat(Path(folder) / name).st_blocks * 512 for name in files)
+    return held > JOB_DISK_MB << 20
 
 
 ATTACKS = [
