@@ -10,6 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
+from searchbox.tools.sandbox import for_settings  # noqa: E402
 from searchbox.ui.app import LAUNCH_OPTIONS, build_app  # noqa: E402
 
 
@@ -25,6 +26,9 @@ def main() -> None:
     # so nothing else would say that the GPU sits unused (`python -m searchbox doctor` has the rest).
     for notice in gpu_notices(check_gpu()):
         print(f"!!! searchbox: {notice}", file=sys.stderr, flush=True)
+    sandbox = for_settings(settings)
+    if sandbox.requested == "off" and sandbox.name != "off":  # a public app never runs bash unconfined
+        print(f"!!! searchbox: {sandbox.reason}", file=sys.stderr, flush=True)
     auth = tuple(settings.searchbox_auth.split(":", 1)) if ":" in settings.searchbox_auth else None
     app = build_app(settings).queue(default_concurrency_limit=8)
     # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.

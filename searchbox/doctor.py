@@ -139,7 +139,7 @@ def gather(settings: Settings) -> Report:
     """The whole report. Looks only: nothing is downloaded, assembled or loaded (the hub gets one
     quick request, remembered for the process)."""
     from searchbox.hub import hub_unavailable_reason
-    from searchbox.tools.sandbox import choose
+    from searchbox.tools.sandbox import for_settings
 
     gpu = check_gpu()
     info = _llama_system_info()
@@ -150,7 +150,7 @@ def gather(settings: Settings) -> Report:
         cpu_features=_cpu_features(info),
         llama_system_info=info,
         llm_auto=_llm_auto(gpu, models, hub_reason),
-        sandbox=choose(settings.bash_sandbox).record(),
+        sandbox=for_settings(settings).record(),
         models=models,
         hub_reachable=not hub_reason,
         hub_reason=hub_reason,

@@ -148,8 +148,8 @@ class Settings:
     bash_sandbox: str = knob(
         "auto",
         "how bash is confined: auto (namespaces where the host allows them, else Landlock + seccomp, else bash is "
-        "disabled for the run), namespaces, landlock, or off (unconfined: the host's files in view; for an operator "
-        "on a trusted machine, never a public app)",
+        "disabled for the run), namespaces, landlock, or off (unconfined: the host's files in view; honoured only "
+        "with SEARCHBOX_OPERATOR=1, for an operator on a trusted machine; otherwise refused for what auto finds)",
         choices=("auto", "namespaces", "landlock", "off"),
     )
     job_disk_mb: int = knob(
@@ -173,7 +173,11 @@ class Settings:
         "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox)"
     )
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
-    searchbox_operator: bool = knob(False, "the app's jobs table lists every visitor's runs, not only the viewer's own")
+    searchbox_operator: bool = knob(
+        False, "the person using searchbox is its operator, not a public app's visitor: the app's jobs table lists "
+        "every run, its page shows the machine report, offers every LLM choice and bash in the explorer, shares "
+        "JINA_API_KEY, and a new run preempts the running one at once; BASH_SANDBOX=off is honoured"
+    )
     searchbox_max_upload_mb: int = knob(200, "the app refuses uploads larger than this before storing them")
     searchbox_upload_keep_seconds: int = knob(
         86400, "the app deletes uploads and its copies of served files this many seconds after they were made "
@@ -186,8 +190,28 @@ class Settings:
     searchbox_max_queued_runs: int = knob(
         5, "runs one visitor of the app may have queued, running or preempted at once (0 = no limit)"
     )
+    searchbox_max_queued_per_address: int = knob(
+        10, "runs one client address may have queued, running or preempted at once, whatever visitor ids its calls "
+        "send (on a Hugging Face Space: the address its proxy forwards); 0 = no limit"
+    )
+    searchbox_max_queued_total: int = knob(
+        50, "runs all visitors of the app together may have queued, running or preempted at once (0 = no limit)"
+    )
+    searchbox_fair_share_seconds: int = knob(
+        120, "a visitor's run keeps the model slot this long each time it gets it before another visitor's new run "
+        "preempts it (a backfill, the visitor's own new run, or SEARCHBOX_OPERATOR=1: at once; 0 = always at once)"
+    )
     searchbox_visitor_endpoints: bool = knob(
         False, "visitors of the app may point a run at an LLM endpoint URL of their own (keep off on a public demo)"
+    )
+    searchbox_visitor_models: str = knob(
+        "", "LLM choices the app's visitors get besides its own model (LLAMA_URL when set, else LLM_GGUF): LLM_GGUF "
+        "values, comma-separated (auto, preset names, packaged:...); empty = its own only (a choice may download up "
+        "to 22 GB, and every model booted stays in memory)"
+    )
+    searchbox_visitor_keys: bool = knob(
+        False, "runs of the app's visitors may use the operator's JINA_API_KEY for the api backends (off: a "
+        "visitor's run with an api backend needs a key of its own)"
     )
     searchbox_auth: str = knob("", "user:password that the app asks for (no login when empty)", secret=True)
     jina_api_key: str = knob("", "Jina API key for the api backends", secret=True)
@@ -265,6 +289,10 @@ class Settings:
             raise SettingsError("SEARCHBOX_MAX_UPLOAD_MB must be at least 1")
         if self.searchbox_upload_keep_seconds < 1:
             raise SettingsError("SEARCHBOX_UPLOAD_KEEP_SECONDS must be at least 1")
+        for name in ("searchbox_max_queued_runs", "searchbox_max_queued_per_address", "searchbox_max_queued_total",
+                     "searchbox_fair_share_seconds"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"{name.upper()} must be 0 or more")
         if self.force_tool_steps < 0:
             raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")
         if self.dense_prefilter < 0:

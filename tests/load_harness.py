@@ -175,7 +175,9 @@ def run_load(runs: int = 50, clients: int = 10, home: Path | None = None) -> Loa
     result = LoadResult(runs, clients)
     with tempfile.TemporaryDirectory(prefix="searchbox-load-") as tmp, ScriptedEndpoint(default=scripted_agent) as endpoint:
         home = home or Path(tmp)
-        with running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted") as url:
+        # Its visitors all come from this machine's address: the per-address limit would count them as one.
+        with running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_PER_ADDRESS="0",
+                         SEARCHBOX_MAX_QUEUED_TOTAL=str(runs)) as url:
             pid = app_pid(int(url.rstrip("/").rsplit(":", 1)[1]))
             _put_load(url, pid, result)
         for request in endpoint.requests:

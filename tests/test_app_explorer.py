@@ -27,7 +27,8 @@ def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(app_home: Path) -> Iterator[str]:
-    with running_app(app_home, TMPDIR=str(app_home / "tmp")) as url:
+    # A public app (no SEARCHBOX_OPERATOR) whose operator asked for unconfined bash: it must refuse it.
+    with running_app(app_home, TMPDIR=str(app_home / "tmp"), BASH_SANDBOX="off") as url:
         yield url
 
 
@@ -56,9 +57,14 @@ def test_upload_then_search(app_url: str, room_zip: Path) -> None:
     assert re.match(r"\[s\d+\] dataroom/legal/lease\.txt:1:The office lease at 14 Harbour Street", grep["output"])
 
 
+def loaded_datarooms(app_home: Path) -> list[Path]:
+    """Where the app keeps what the explorer loaded: among its jobs, within SEARCHBOX_JOBS_MAX_MB."""
+    return sorted((app_home / "jobs" / ".explore").glob("*"))
+
+
 def test_loading_another_dataroom_frees_the_previous_one(app_url: str, app_home: Path, room_zip: Path) -> None:
     def loaded() -> list[Path]:
-        return sorted((app_home / "tmp").glob("searchbox-explore-*"))
+        return loaded_datarooms(app_home)
 
     before = loaded()
     client = Client(app_url, verbose=False)
@@ -109,3 +115,25 @@ def test_an_upload_over_the_size_limit_is_refused(tmp_path_factory: pytest.TempP
             client.predict(handle_file(str(big)), api_name="/load_dataroom")
     jobs = list((tmp_path_factory.getbasetemp()).rglob("noise.bin"))
     assert not any("app-small" in str(p) for p in jobs)  # nothing of it was stored
+
+
+def test_a_visitor_cannot_run_commands_and_unconfined_bash_is_refused(app_url: str, app_home: Path) -> None:
+    """With BASH_SANDBOX=off one /run_tool call of a visitor read /etc/shadow and the app's environment."""
+    client = Client(app_url, verbose=False)
+    with pytest.raises(Exception, match="bash is not in the list of choices"):  # not offered: refused unrun
+        client.predict("bash", '{"command": "cat /etc/shadow /proc/1/environ"}', api_name="/run_tool")
+    assert "BASH_SANDBOX=off refused" in (app_home / "app.log").read_text()  # said at start
+
+
+def test_a_closed_page_frees_its_dataroom_at_once(app_url: str, app_home: Path, room_zip: Path) -> None:
+    """A visitor's loaded dataroom stayed in the temp folder for an hour after they left."""
+    before = loaded_datarooms(app_home)
+    client = Client(app_url, verbose=False)
+    client.predict(handle_file(str(room_zip)), api_name="/load_dataroom")
+    mine = [p for p in loaded_datarooms(app_home) if p not in before]
+    assert len(mine) == 1
+    client.close()  # ends its session, as closing or reloading the tab does
+    deadline = time.monotonic() + 90
+    while mine[0].exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not mine[0].exists()

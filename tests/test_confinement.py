@@ -352,3 +352,28 @@ def test_landlock_holds_for_an_app_running_as_an_ordinary_user() -> None:
         assert sorted(p.name for p in work.iterdir() if not p.name.startswith(".")) == ["dataroom", "mine.txt"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_unconfined_bash_is_for_an_operator_only(tmp_path: Path, work: Path) -> None:
+    """BASH_SANDBOX=off ran bash unconfined in a public app: one call read the host's files."""
+    from searchbox.agent.toolbox import RunToolbox
+    from searchbox.assets import BUILTIN_DATAROOM
+    from searchbox.settings import Settings
+    from searchbox.tools.sandbox import for_settings
+    from searchbox.tools.tool import context_for
+    from searchbox.workspace import Workspace
+
+    host_file = tmp_path / "host-secret.txt"
+    host_file.write_text("a host secret")
+    read_it = {"command": f"cat {host_file}"}
+    public = Settings.resolve(env={}, bash_sandbox="off")
+    out = REGISTRY.run(context_for(public, work, SourceLedger()), "bash", read_it)
+    assert "a host secret" not in out.text  # bash ran confined, or not at all
+    toolbox = RunToolbox(Workspace.create(tmp_path / "job", BUILTIN_DATAROOM, public), public)
+    record = toolbox.sandbox_level.record()  # what the run's run_meta.json records
+    assert record["requested"] == "off" and record["level"] == choose("auto").name != "off"
+    assert record["reason"].startswith("BASH_SANDBOX=off refused: unconfined bash is for an operator only")
+    assert toolbox.notes and "BASH_SANDBOX=off refused" in toolbox.notes[0]  # and the run's feed says so
+    operator = public.with_overrides(searchbox_operator=True)
+    assert for_settings(operator).name == "off"
+    assert "a host secret" in REGISTRY.run(context_for(operator, work, SourceLedger()), "bash", read_it).text

@@ -98,19 +98,26 @@ def test_cpu_features_are_read_from_the_cpu_section_only() -> None:
     assert _cpu_features("") == []
 
 
-def test_the_app_shows_the_report_under_this_machine(tmp_path: Path) -> None:
+def test_the_app_shows_the_report_under_this_machine_to_its_operator_only(tmp_path: Path) -> None:
+    """A public app showed its folders, disks and memory to anyone, in the page and at /machine_report."""
     import gradio as gr
 
     from searchbox.settings import Settings
     from searchbox.ui.app import build_app
     from searchbox.ui.services import Services
 
-    settings = Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path / "cache"))
-    services = Services.start(settings, run_fn=lambda *args: "first_turn_done")
-    try:
-        app = build_app(settings, services)
-    finally:
-        services.scheduler.stop()
+    apps = {}
+    for operator in (False, True):
+        settings = Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path / "cache"),
+                                    searchbox_jobs_dir=str(tmp_path / f"jobs-{operator}"), searchbox_operator=operator)
+        services = Services.start(settings, run_fn=lambda *args: "first_turn_done")
+        try:
+            apps[operator] = build_app(settings, services)
+        finally:
+            services.scheduler.stop()
+    public, app = apps[False], apps[True]
+    assert not [b for b in public.blocks.values() if isinstance(b, gr.Accordion) and b.label == "This machine"]
+    assert "machine_report" not in {f.api_name for f in public.fns.values()}
     [accordion] = [b for b in app.blocks.values() if isinstance(b, gr.Accordion) and b.label == "This machine"]
     assert accordion.open is False
     [expand] = [f for f in app.fns.values() if (accordion._id, "expand") in f.targets]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.jobs.store import STATE_FILE, JobRecord, JobStore
+from searchbox.jobs.store import STATE_FILE, JobRecord, JobStore, QueueLimits
 from searchbox.records.files import write_json
 from searchbox.settings import Settings
 
@@ -95,6 +95,36 @@ def test_a_visitor_has_only_so_many_runs_waiting(store: JobStore, source: Path) 
     held.state = "held"  # a run the visitor paused waits for no slot
     store.save(held)
     store.create("4", source, {}, "alice", base, max_waiting=2)
+
+
+def test_one_address_and_all_visitors_together_have_only_so_many_runs_waiting(store: JobStore, source: Path) -> None:
+    """An API caller that sends no visitor id (or a new one each call) got a fresh identity per run, so the
+    per-visitor limit never bound it; the address the server saw does."""
+    base = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
+    limits = QueueLimits(per_visitor=2, total=3)
+    here, there = store.visitor_of("203.0.113.7"), store.visitor_of("198.51.100.1")
+    for n in range(2):
+        store.create(f"{n}", source, {}, f"a-new-id-{n}", base, max_waiting=5, visitor=here, limits=limits)
+    with pytest.raises(ValueError, match="Your address already has 2 runs queued or running"):
+        store.create("2", source, {}, "a-new-id-2", base, max_waiting=5, visitor=here, limits=limits)
+    store.create("from elsewhere", source, {}, "carol", base, max_waiting=5, visitor=there, limits=limits)
+    with pytest.raises(ValueError, match="This app already has 3 runs queued or running"):
+        store.create("one too many", source, {}, "dave", base, max_waiting=5, visitor=store.visitor_of("192.0.2.9"),
+                     limits=limits)
+    assert len(store.list()) == 3 and here != there and len(here) == 32
+    assert not any("203.0.113.7" in (store.job_dir(r.id) / STATE_FILE).read_text() for r in store.list())
+
+
+def test_explorer_datarooms_count_against_the_disk_bound(store: JobStore, source: Path) -> None:
+    """The explorer's datarooms sat in the temp folder, outside SEARCHBOX_JOBS_MAX_MB."""
+    finished = job(store, source, "done", days_ago=0, megabytes=2)
+    folder = store.scratch_folder(settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0))
+    (folder / "blob.bin").write_bytes(b"x" * 2 * MB)
+    assert folder.is_relative_to(store.root) and folder.name not in {r.id for r in store.list()}
+    assert store.prune(0, 3 * MB) == [finished.id]  # 2 MB of jobs + 2 MB explored > 3 MB
+    assert folder.exists()
+    JobStore(store.root)  # a restarted app: no page session holds it any more
+    assert not folder.exists()
 
 
 def test_a_job_just_created_counts_once_against_the_limit(store: JobStore, source: Path,
@@ -197,3 +227,25 @@ def test_the_app_limits_waiting_runs_and_deletes_finished_ones(tmp_path: Path) -
         rows = alice.predict(job_id, "alice", api_name="/delete_job")[0]
         assert rows["data"] == [] and not (home / "jobs" / job_id).exists()
         assert len(bob.predict("bob", api_name="/jobs")[0]["data"]) == 1
+
+
+@pytest.mark.slow  # the real app in a subprocess
+def test_an_api_caller_cannot_dodge_the_limit_with_new_visitor_ids(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    from app_server import running_app, throwaway_home
+    from load_harness import search_args
+    from scripted_endpoint import Reply, ScriptedEndpoint
+
+    slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)
+    with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("address-limit") as home, \
+            running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_PER_ADDRESS="2") as url:
+        caller = Client(url, verbose=False)
+        running = [caller.submit(*search_args(f"run {n}", f"new-id-{n}"), api_name="/search") for n in range(2)]
+        deadline = time.time() + 60
+        while len(list((home / "jobs").glob("*/job.json"))) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        with pytest.raises(Exception, match="Your address already has 2 runs queued or running"):
+            caller.predict(*search_args("run 2", "new-id-2"), api_name="/search")
+        for submitted in running:
+            assert "**done**" in str(submitted.result(timeout=120)[0])

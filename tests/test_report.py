@@ -187,7 +187,7 @@ def test_compare_view_loads_a_sweep_folder(tmp_path: Path) -> None:
     settings = Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / "jobs"))
     folder = write_sweep(tmp_path / "sweeps" / "exp1")
     write_sweep(tmp_path / "sweeps" / "exp2", retrieval=False)
-    assert sweep_folders(settings) == [str(tmp_path / "sweeps" / "exp2"), str(folder)]  # newest first
+    assert sweep_folders(settings) == ["exp2", folder.name]  # newest first, by name: the page shows no path
     view = CompareView(settings)
     with gr.Blocks():
         view.build()
@@ -287,7 +287,7 @@ def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.
     entries = len(load_matrix(DEFAULT_MATRIX_PATH))
     assert calls == [(entries, sorted(TYPES))]  # the default matrix, one question per type
     assert view.status().startswith("Sweep finished") and f"3 of {entries * 5} runs" in view.status()
-    assert sweep_folders(settings) == [str(view.sweep.folder)]
+    assert sweep_folders(settings) == [view.sweep.folder.name]
 
 
 @pytest.mark.slow

@@ -230,7 +230,8 @@ def test_a_preempted_run_leaves_the_records_of_one_never_stopped(uninterrupted: 
     store = JobStore(tmp_path / "jobs")
     room = write_tree(tmp_path / "room", SMALL_DATAROOM)
     with ScriptedEndpoint(default=_answer) as endpoint:
-        settings = _settings(tmp_path, endpoint.url)
+        # Another visitor's run, preempted at once: no fair share of the slot first.
+        settings = _settings(tmp_path, endpoint.url).with_overrides(searchbox_fair_share_seconds=0)
         first = store.create(QUESTION, room, {}, "alice", settings)
         second: list[str] = []
         reasons: dict[str, list[str]] = {}

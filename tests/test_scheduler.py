@@ -589,3 +589,42 @@ def test_the_worker_survives_failing_bookkeeping_writes(env: Env, monkeypatch: p
     print(f"\nRELIABILITY faults scheduler: {injected[0]} failing job.json writes on 3 jobs, worker kept serving "
           f"after {survived} of 3, runs lost {len(lost)}")
     assert injected[0] >= 4 and survived == 3 and not lost
+
+
+def fair_scheduler(env: Env, **knobs: Any) -> Scheduler:
+    scheduler = Scheduler(env.store, env.runner, env.settings.with_overrides(**knobs))
+    env.schedulers.append(scheduler)
+    return scheduler
+
+
+def test_another_visitors_run_preempts_only_once_the_running_one_had_its_fair_share(env: Env) -> None:
+    """Every new run preempted the running one at once: a stranger's stream of submits kept every other
+    visitor's run paused."""
+    held_a = env.script.gate("A", 2)
+    scheduler = fair_scheduler(env, searchbox_fair_share_seconds=2)
+    scheduler.start()
+    started = time.monotonic()
+    scheduler.submit(env.make("A", owner="alice"))
+    assert env.script.arrived("A", 2).wait(WAIT_S)
+    assert scheduler.submit(env.make("B", owner="mallory"))
+    assert env.runner.requested("A") is None  # not yet: A has not had its 2 s
+    wait_until(lambda: env.runner.requested("A") == "paused", "A's share is spent and B preempts it")
+    assert time.monotonic() - started >= 2
+    held_a.set()
+    assert scheduler.wait_idle(WAIT_S)
+    assert env.runner.starts == ["A", "B", "A"]  # then as ever: B, and A resumes from its session
+    env.assert_done_in_one_session("A")
+    env.assert_done_in_one_session("B")
+
+
+def test_in_an_operators_app_a_new_run_preempts_at_once(env: Env) -> None:
+    held_a = env.script.gate("A", 2)
+    scheduler = fair_scheduler(env, searchbox_fair_share_seconds=3600, searchbox_operator=True)
+    scheduler.start()
+    scheduler.submit(env.make("A", owner="alice"))
+    assert env.script.arrived("A", 2).wait(WAIT_S)
+    scheduler.submit(env.make("B", owner="bob"))
+    assert env.runner.requested("A") == "paused"
+    held_a.set()
+    assert scheduler.wait_idle(WAIT_S)
+    assert env.runner.starts == ["A", "B", "A"]

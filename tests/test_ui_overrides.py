@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 import pytest
 
 from searchbox.settings import Settings
-from searchbox.ui.run_view import ENDPOINT_CHOICE, RunRequest, llm_choices
+from searchbox.ui.run_view import ENDPOINT_CHOICE, OWN_MODEL, RunRequest, llm_choices
 
 ARGS = dict(budget=3, force=True, high=["keyword_search"], low=["rerank"], model_id="m", retrieval="packaged",
             embed_backend="local", rerank_backend="local")
@@ -55,3 +57,117 @@ def test_a_visitor_sees_only_their_own_runs(tmp_path) -> None:
             assert services.may_see("../../etc", "alice") is None
         finally:
             services.scheduler.stop()
+
+
+def test_a_public_app_offers_its_own_model_only_unless_the_operator_adds_some() -> None:
+    """A preset name once booted (or downloaded, up to 22 GB) whatever model a visitor named."""
+    public = Settings.resolve(env={})
+    assert llm_choices(public) == ["auto"]  # LLM_GGUF's default: the largest model this machine holds
+    with pytest.raises(gr.Error, match="Unknown model choice"):
+        overrides_for(public, llm="qwen3.6-35b-a3b", endpoint="", **ARGS)
+    served = Settings.resolve(env={"LLAMA_URL": "http://gpu-box:8080/v1", "MODEL_ID": "qwen"})
+    assert llm_choices(served) == [ENDPOINT_CHOICE]  # not "auto": that would boot a model beside the endpoint
+    with pytest.raises(gr.Error, match="Unknown model choice"):
+        overrides_for(served, llm="auto", endpoint="", **ARGS)
+    added = Settings.resolve(env={"LLM_GGUF": "/srv/models/own.gguf", "SEARCHBOX_VISITOR_MODELS": "qwen3-1.7b, auto"})
+    assert llm_choices(added) == [OWN_MODEL, "qwen3-1.7b", "auto"]  # the operator's path is not shown
+    assert overrides_for(added, llm=OWN_MODEL, endpoint="", **ARGS)["llm_gguf"] == "/srv/models/own.gguf"
+    assert overrides_for(added, llm="qwen3-1.7b", endpoint="", **ARGS)["llm_gguf"] == "qwen3-1.7b"
+    operator = Settings.resolve(env={"SEARCHBOX_OPERATOR": "1"})
+    assert {"auto", "qwen3.6-35b-a3b", "gemma3-270m"} <= set(llm_choices(operator))
+
+
+API = {**ARGS, "retrieval": "default", "embed_backend": "api", "llm": "auto", "endpoint": ""}
+
+
+def test_a_visitors_api_backend_run_needs_a_key_of_their_own(tmp_path) -> None:
+    """Without one, the operator's JINA_API_KEY paid for it, and for its resumption after a restart."""
+    from conftest import SMALL_DATAROOM, write_tree
+    from searchbox.ui.services import Services
+
+    env = {"JINA_API_KEY": "jina_operators_own"}
+    public = Settings.resolve(env=env)
+    with pytest.raises(gr.Error, match="need a Jina API key of your own"):
+        overrides_for(public, **API)
+    with pytest.raises(gr.Error, match="need a Jina API key of your own"):
+        overrides_for(public, **{**API, "embed_backend": "local", "rerank_backend": "api"})
+    assert overrides_for(public, **API, jina_key="jina_visitors")["embed_backend"] == "api"
+    no_reranker = Settings.resolve(env={**env, "RERANK_MODEL": "none"})  # an api reranker that never calls it
+    assert overrides_for(no_reranker, **{**API, "embed_backend": "local", "rerank_backend": "api"})
+    consenting = Settings.resolve(env={**env, "SEARCHBOX_VISITOR_KEYS": "1"})
+    assert overrides_for(consenting, **API)["embed_backend"] == "api"
+
+    source = write_tree(tmp_path / "room", SMALL_DATAROOM)
+    for knobs, expected in (({}, ""), ({"SEARCHBOX_VISITOR_KEYS": "1"}, "jina_operators_own"),
+                            ({"SEARCHBOX_OPERATOR": "1"}, "jina_operators_own")):
+        settings = Settings.resolve(env={**env, **knobs, "SEARCHBOX_JOBS_DIR": str(tmp_path / f"jobs-{len(knobs)}{expected}")})
+        keys: list[str] = []
+        services = Services.start(settings, run_fn=lambda _dir, run, *_: keys.append(run.jina_api_key) or "first_turn_done")
+        try:
+            # As a restarted app finds a queued run: no key typed for it is held any more.
+            record = services.store.create("Q?", source, {"embed_backend": "api"}, "alice", settings)
+            services.scheduler.submit(record.id)
+            assert services.scheduler.wait_idle(30)
+            assert keys == [expected]
+            assert services.visitor_settings().jina_api_key == expected
+        finally:
+            services.scheduler.stop()
+
+
+@pytest.fixture(scope="module")
+def public_app(tmp_path_factory: pytest.TempPathFactory):
+    """The real app as a public demo, on a scripted endpoint whose URL and model id are the operator's."""
+    from app_server import running_app, throwaway_home
+    from scripted_endpoint import Reply, ScriptedEndpoint
+
+    answer = Reply(text="The lease runs until 31 March 2029.")
+    with ScriptedEndpoint(default=answer) as endpoint, throwaway_home("public") as home, \
+            running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="operators-model-7f3a",
+                        GRADIO_TEMP_DIR=str(home / "gradio")) as url:
+        yield url, endpoint.url, home
+
+
+@pytest.mark.slow  # the real app in a subprocess
+def test_a_visitor_sees_no_operator_endpoint_path_or_machine_report(public_app) -> None:
+    """The page (/config) and the API description (/gradio_api/info) showed LLAMA_URL and MODEL_ID as the
+    endpoint fields' defaults, and /machine_report the app's folders, disks and memory, to anyone."""
+    import json
+    import urllib.request
+
+    from gradio_client import Client
+
+    url, operators_url, home = public_app
+    with urllib.request.urlopen(url + "config", timeout=60) as response:
+        page = response.read().decode()
+    described = json.dumps(Client(url, verbose=False).view_api(print_info=False, return_format="dict"))
+    for text in (page, described):
+        for secret in (operators_url, operators_url.split("//")[1], "operators-model-7f3a", str(home)):
+            assert secret not in text
+    assert "/machine_report" not in described and "This machine" not in page
+
+
+@pytest.mark.slow  # the real app in a subprocess
+def test_a_download_url_cannot_be_derived_from_the_files_bytes(public_app) -> None:
+    """Gradio named a served copy by a hash of its bytes and its seed, which lies in Gradio's package for
+    anyone running the app's Python (bash too) to read: a visitor who knew a run's answer could fetch
+    its bundle's neighbour by path. Now each copy lives in a folder named by a secret of the process."""
+    import urllib.error
+    import urllib.request
+
+    from gradio.processing_utils import hash_file
+    from gradio_client import Client
+
+    from app_server import live
+
+    url, _, home = public_app
+    args = ("When does the lease end?", None, 1, False, [], [], ENDPOINT_CHOICE, "", "", "packaged", "local", "local",
+            "", "downloader")
+    final = live(Client(url, verbose=False, download_files=False).predict(*args, api_name="/search"))
+    served = Path(final["answer_file"]["path"])
+    assert served.name == "ANSWER.md" and served.read_text().startswith("The lease runs until 31 March 2029.")
+    with urllib.request.urlopen(f"{url}gradio_api/file={served}", timeout=30) as response:  # the visitor's link works
+        assert response.read() == served.read_bytes()
+    derived = home / "gradio" / hash_file(served) / "ANSWER.md"  # where Gradio put it before
+    assert served.parent.name != hash_file(served) and not derived.exists()
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(f"{url}gradio_api/file={derived}", timeout=30)

@@ -84,12 +84,12 @@ def test_job_json_never_holds_the_password(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # the real app in a subprocess
-def test_visitors_see_the_operators_endpoint_without_its_credentials(tmp_path: Path) -> None:
+def test_visitors_see_neither_the_operators_endpoint_nor_its_credentials(tmp_path: Path) -> None:
     operators = with_credentials("http://127.0.0.1:9/v1")
-    # With visitor endpoints open, the URL the page shows (without credentials) means the operator's own.
+    # With visitor endpoints open, an empty endpoint field means the operator's own, credentials and all.
     open_settings = Settings.resolve(env={"LLAMA_URL": operators, "SEARCHBOX_VISITOR_ENDPOINTS": "1"})
     overrides = RunRequest(question="q", budget=1, force=False, high=[], low=[], llm=ENDPOINT_CHOICE,
-                           endpoint="http://127.0.0.1:9/v1", model_id="m", retrieval=open_settings.retrieval_preset,
+                           endpoint="", model_id="", retrieval=open_settings.retrieval_preset,
                            embed_backend=open_settings.embed_backend,
                            rerank_backend=open_settings.rerank_backend).overrides(open_settings)
     assert overrides["llama_url"] == operators
@@ -97,4 +97,4 @@ def test_visitors_see_the_operators_endpoint_without_its_credentials(tmp_path: P
             running_app(home, LLAMA_URL=operators, MODEL_ID="scripted", SEARCHBOX_VISITOR_ENDPOINTS="1") as url:
         with urllib.request.urlopen(url + "config", timeout=60) as response:
             page = response.read().decode()
-    assert "127.0.0.1:9/v1" in page and PASSWORD not in page
+    assert "127.0.0.1:9/v1" not in page and PASSWORD not in page

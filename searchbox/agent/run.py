@@ -15,7 +15,7 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
-from searchbox.tools.sandbox import dataroom_mount_readonly
+from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
 
 
@@ -39,7 +39,7 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
         "airgap": toolbox.sandbox_level.airgap,
         "bash_filesystem": toolbox.sandbox_level.filesystem,
         "bash_sandbox": toolbox.sandbox_level.record(),
-        "dataroom_readonly_for_bash": dataroom_mount_readonly(settings.bash_sandbox),
+        "dataroom_readonly_for_bash": dataroom_mount_readonly(requested_level(settings)),
     }
 
 

@@ -5,8 +5,11 @@ Which job runs next:
 2. runs a foreground run preempted, the most recently preempted first (a stack);
 3. auto-backfill: the paused run idle the longest (smallest last_active_at), itself preemptible.
 
-A new foreground run preempts whatever runs: the run is asked to stop ("paused") and stops cleanly at
-its next check; because a run resumes from its session, preempting loses nothing. A user's pause
+A new foreground run preempts what runs: the run is asked to stop ("paused") and stops cleanly at its
+next check; because a run resumes from its session, preempting loses nothing. It does so at once when
+what runs is a backfill or a run of the same visitor, or in an operator's app; another visitor's
+foreground run is preempted only once it has had the slot for SEARCHBOX_FAIR_SHARE_SECONDS since it
+last got it, so that a stream of strangers' submits cannot keep every other run paused. A user's pause
 holds a job ("held") until an explicit resume. Every state change is written to the store under one
 lock, so a restart finds the queue as it was: running jobs return to the resumable pool.
 """
@@ -18,7 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -46,6 +49,7 @@ class _Active:
     record: JobRecord
     control: RunControl
     intent: Intent | None = None
+    began: float = field(default_factory=time.monotonic)
 
     def ask(self, intent: Intent, request: StopRequest) -> None:
         if self.intent is None or _RANK[intent] > _RANK[self.intent]:
@@ -64,6 +68,7 @@ class Scheduler:
         # Values are tuples, replaced whole, so the run's listener can read them without the lock.
         self._subscribers: dict[str, tuple[Subscription, ...]] = {}
         self._thread: threading.Thread | None = None
+        self._preempt_timer: threading.Timer | None = None  # armed while a run's fair share runs out
         self._stopping = False
         self._version = 0
         self._last_stamp = 0.0
@@ -91,6 +96,8 @@ class Scheduler:
         """Interrupt the running run (it returns to the pool and resumes after a restart) and end the worker."""
         with self._cond:
             self._stopping = True
+            if self._preempt_timer is not None:
+                self._preempt_timer.cancel()
             if self._active is not None:
                 self._active.ask("shutdown", "interrupted")
             self._cond.notify_all()
@@ -240,6 +247,9 @@ class Scheduler:
             return None, f"{type(exc).__name__}: {exc}"[:2000]
 
     def _finish(self, active: _Active, reason: str | None, error: str | None) -> None:
+        if self._preempt_timer is not None:  # it was for this run: the next one gets a share of its own
+            self._preempt_timer.cancel()
+            self._preempt_timer = None
         record = active.record
         record.stop_reason, record.error = reason, error
         record.last_active_at = self._stamp()
@@ -294,15 +304,39 @@ class Scheduler:
         self._jobs.pop(record.id, None)
 
     def _enqueue(self, record: JobRecord) -> None:
-        """Join the end of the foreground FIFO and preempt the running run, whatever it is."""
+        """Join the end of the foreground FIFO and preempt the running run: at once, or once it has had
+        its fair share of the slot (see the module's docstring)."""
         record.state, record.foreground = "queued", True
         record.queued_at = self._stamp()
         record.preempted_at = None
         self.store.save(record)
         self._jobs[record.id] = record
-        if self._active is not None and self._active.intent is None:
-            self._active.ask("preempt", "paused")
+        active = self._active
+        if active is not None and active.intent is None:
+            wait = self._share_left(active, record)
+            if wait <= 0:
+                active.ask("preempt", "paused")
+            elif self._preempt_timer is None:
+                self._preempt_timer = threading.Timer(wait, self._preempt_when_due, [active])
+                self._preempt_timer.daemon = True
+                self._preempt_timer.start()
         self._changed()
+
+    def _share_left(self, active: _Active, newcomer: JobRecord) -> float:
+        """Seconds until the running run may be preempted for `newcomer`."""
+        running = active.record
+        share = self.base_settings.searchbox_fair_share_seconds
+        if self.base_settings.searchbox_operator or not running.foreground or running.owner == newcomer.owner:
+            return 0.0
+        return active.began + share - time.monotonic()
+
+    def _preempt_when_due(self, active: _Active) -> None:
+        """The fair share of the run a newcomer waits for is spent: preempt it, if it still runs."""
+        with self._cond:
+            self._preempt_timer = None
+            if self._active is active and active.intent is None and not self._stopping:
+                active.ask("preempt", "paused")
+                self._changed()
 
     def _active_for(self, job_id: str) -> _Active | None:
         return self._active if self._active is not None and self._active.record.id == job_id else None

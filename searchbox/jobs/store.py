@@ -3,25 +3,31 @@ queue and the history survive a restart (SPEC 3, Jobs).
 
     <root>/<job_id>/job.json   state, owner, question, timestamps, knob overrides
     <root>/<job_id>/...        the job folder create_job lays out
+    <root>/.explore/<id>/      a dataroom loaded in the explorer (scratch_folder), while its visitor uses it
+    <root>/.visitor-key        the secret that client addresses are digested with (visitor_of)
 
 A job is built in a hidden staging folder and renamed into place only once its job.json exists, so
 a refused dataroom or a crash mid-create never leaves a half-made job that listing would show.
 
-A public app's disk stays bounded (SPEC 5): each new job first prunes finished jobs, oldest first, past
-an age and while all jobs take more than a total size; a queued, running, paused or held job is never
-removed. A visitor may have only so many runs waiting at once, so one cannot fill the queue all wait in.
+A public app's disk stays bounded (SPEC 5): each new job or explorer folder first prunes finished jobs,
+oldest first, past an age and while all jobs and explorer folders take more than a total size; a queued,
+running, paused or held job is never removed. A visitor may have only so many runs waiting at once, so one cannot fill the queue all wait in:
+counted by the visitor id their page sends (`owner`), by the client address the server saw (`visitor`,
+which an API caller cannot change by sending another id), and over all visitors together.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import logging
 import os
 import re
 import secrets
+import tempfile
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -51,6 +57,7 @@ class JobRecord:
     id: str
     owner: str  # opaque: the browser session or user that submitted the job
     question: str
+    visitor: str = ""  # the client the server saw submit it (a digest of its address), for the per-address limit
     state: JobState = "queued"
     created_at: float = 0.0
     updated_at: float = 0.0
@@ -72,8 +79,23 @@ def public_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if k not in _SECRET_KNOBS and not _SECRET_NAME.search(k)}
 
 
+@dataclass(frozen=True)
+class QueueLimits:
+    """Runs that may wait at once beyond one visitor id's own (0 = no limit): from one client address, and
+    from everyone together."""
+
+    per_visitor: int = 0
+    total: int = 0
+
+    @classmethod
+    def of(cls, settings: Settings) -> QueueLimits:
+        return cls(settings.searchbox_max_queued_per_address, settings.searchbox_max_queued_total)
+
+
 _STALE_STAGING_S = 3600  # a half-made job folder this old was left by a crash, not by a create in progress
 _REMOVING = ".removing-"  # a pruned job is renamed out of the listing first, then deleted
+EXPLORE_DIR = ".explore"
+_VISITOR_KEY = ".visitor-key"
 
 
 class JobStore:
@@ -81,13 +103,17 @@ class JobStore:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # Ids of the creates under way per owner, counted against their limit with the listed jobs: as a
-        # set, a job that is already listed but not yet out of it is counted once, not twice.
-        self._creating: defaultdict[str, set[str]] = defaultdict(set)
+        # The creates under way (job id -> owner, visitor), counted against the limits with the listed jobs:
+        # by id, a job that is already listed but not yet out of it is counted once, not twice.
+        self._creating: dict[str, tuple[str, str]] = {}
         self._finished_bytes: dict[str, int] = {}  # a finished job no longer grows: measured once
         self._remove_stale_staging()
         for path in root.glob(_REMOVING + "*"):  # a prune cut short by a crash
             remove_job_folder(path)
+        # Explorer folders belong to the page sessions of a process; none outlives it.
+        for path in (root / EXPLORE_DIR).glob("*"):
+            remove_job_folder(path)
+        self._visitor_key = b""  # read or made on first use
 
     def _remove_stale_staging(self) -> None:
         """A kill during `create` leaves a `.staging-*` folder (never listed as a job); free its disk."""
@@ -100,32 +126,60 @@ class JobStore:
                 log.info("removing %s, left by an interrupted job creation", path.name)
                 remove_job_folder(path)
 
+    def visitor_of(self, address: str) -> str:
+        """The digest of a client address that job.json keeps (empty for none): keyed with this store's
+        own secret, so the jobs folder names no address."""
+        if not address:
+            return ""
+        with self._lock:
+            self._visitor_key = self._visitor_key or _secret_key(self.root / _VISITOR_KEY)
+        return hmac.new(self._visitor_key, address.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def scratch_folder(self, base_settings: Settings) -> Path:
+        """A new, empty folder for a dataroom loaded in the explorer, among the jobs, so that it counts
+        against SEARCHBOX_JOBS_MAX_MB: finished jobs are pruned first to make room. The caller removes it."""
+        self.prune(base_settings.searchbox_keep_days * 86400.0, base_settings.searchbox_jobs_max_mb * 2**20)
+        root = self.root / EXPLORE_DIR
+        root.mkdir(mode=0o700, exist_ok=True)
+        return Path(tempfile.mkdtemp(dir=root))
+
     def job_dir(self, job_id: str) -> Path:
         if not _ID.match(job_id):
             raise ValueError(f"not a job id: {job_id!r}")
         return self.root / job_id
 
     def create(self, question: str, source: Path, overrides: dict[str, Any], owner: str,
-               base_settings: Settings, *, max_waiting: int = 0) -> JobRecord:
+               base_settings: Settings, *, max_waiting: int = 0, visitor: str = "",
+               limits: QueueLimits | None = None) -> JobRecord:
         """Lay out a new queued job, after pruning old ones (SEARCHBOX_KEEP_DAYS, SEARCHBOX_JOBS_MAX_MB).
-        max_waiting > 0: refused when the owner already has that many runs waiting. DataroomError,
+        max_waiting > 0: refused when the owner already has that many runs waiting; `limits` bound the runs
+        waiting from the `visitor` (a client address's digest) and over everyone. DataroomError,
         SettingsError, ValueError propagate; nothing is left."""
         job_id = secrets.token_urlsafe(16)
-        with self._lock:  # counted with the creates under way: a burst of submits cannot pass the limit
-            waiting = len({r.id for r in self.list(owner) if r.state in WAITING} | self._creating[owner])
-            if max_waiting and waiting >= max_waiting:
-                raise ValueError(f"You already have {waiting} run{'s' if waiting != 1 else ''} queued or running, the "
+        limits = limits or QueueLimits()
+        with self._lock:  # counted with the creates under way: a burst of submits cannot pass the limits
+            waiting = {r.id: (r.owner, r.visitor) for r in self.list() if r.state in WAITING} | self._creating
+            mine = sum(who == owner for who, _ in waiting.values())
+            if max_waiting and mine >= max_waiting:
+                raise ValueError(f"You already have {mine} run{'s' if mine != 1 else ''} queued or running, the "
                                  "most one visitor may have at once; wait for one to finish, or cancel one in the Jobs tab.")
-            self._creating[owner].add(job_id)
+            from_there = sum(bool(visitor) and where == visitor for _, where in waiting.values())
+            if limits.per_visitor and from_there >= limits.per_visitor:
+                raise ValueError(f"Your address already has {from_there} runs queued or running, the most one address "
+                                 "may have at once; wait for one to finish, or cancel one in the Jobs tab.")
+            if limits.total and len(waiting) >= limits.total:
+                raise ValueError(f"This app already has {len(waiting)} runs queued or running, the most it takes at "
+                                 "once; try again in a few minutes.")
+            self._creating[job_id] = (owner, visitor)
         try:
             self.prune(base_settings.searchbox_keep_days * 86400.0, base_settings.searchbox_jobs_max_mb * 2**20)
-            return self._create(job_id, question, source, overrides, owner, base_settings)
+            return self._create(job_id, question, source, overrides, owner, visitor, base_settings)
         finally:
             with self._lock:
-                self._creating[owner].discard(job_id)
+                self._creating.pop(job_id, None)
 
     def _create(self, job_id: str, question: str, source: Path, overrides: dict[str, Any], owner: str,
-                base_settings: Settings) -> JobRecord:
+                visitor: str, base_settings: Settings) -> JobRecord:
         overrides = public_overrides(overrides)
         url = overrides.get("llama_url") or ""
         if without_userinfo(url) != url:  # job.json never holds a password
@@ -138,7 +192,8 @@ class JobStore:
         try:
             create_job(staging, question, source, settings)
             now = time.time()
-            record = JobRecord(job_id, owner, question.strip(), created_at=now, updated_at=now, overrides=overrides)
+            record = JobRecord(job_id, owner, question.strip(), visitor=visitor, created_at=now, updated_at=now,
+                               overrides=overrides)
             write_json(staging / STATE_FILE, dataclasses.asdict(record))
             os.rename(staging, self.job_dir(job_id))
         except BaseException:
@@ -178,7 +233,7 @@ class JobStore:
         with self._lock:  # two creates at once must not measure or delete the same jobs twice
             records = sorted(self.list(), key=lambda r: r.updated_at)  # updated last when it finished
             sizes = {r.id: self._disk_bytes(r) for r in records}
-            total, removed = sum(sizes.values()), []
+            total, removed = sum(sizes.values()) + _disk_bytes(self.root / EXPLORE_DIR), []
             for record in (r for r in records if r.finished):
                 too_old = bool(max_age_s) and now - record.updated_at > max_age_s
                 if too_old or (max_bytes and total > max_bytes):
@@ -227,6 +282,25 @@ class JobStore:
             log.warning("skipping job %s: its %s is missing or corrupt (%s)", job_dir.name, STATE_FILE, exc)
             return None
         return record
+
+
+def _secret_key(path: Path) -> bytes:
+    """The key in `path`, made on first use (readable by the app's user only)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    key = secrets.token_bytes(32)
+    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=_VISITOR_KEY + "-")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(key)
+        os.link(staged, path)  # whole, or not at all: another process may be making it too
+    except FileExistsError:
+        return path.read_bytes()
+    finally:
+        os.unlink(staged)
+    return key
 
 
 def _disk_bytes(folder: Path) -> int:

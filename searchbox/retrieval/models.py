@@ -24,6 +24,12 @@ def embedding_cache_name(settings: Settings) -> str:
     return f"{name}#int8" if settings.embed_dtype == "int8" and settings.embed_backend == "local" else name
 
 
+def uses_jina_api(settings: Settings) -> bool:
+    """Whether a run with these settings calls the Jina API (and spends JINA_API_KEY)."""
+    reranks = settings.rerank_model.strip().lower() not in {"", "none"}
+    return settings.embed_backend == "api" or (settings.rerank_backend == "api" and reranks)
+
+
 def load_embedder(settings: Settings) -> tuple[Embedder, LoadReport]:
     if settings.embed_backend == "api":
         from searchbox.retrieval.jina_api import JinaApiEmbedder

@@ -20,7 +20,7 @@ from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings
 from searchbox.tools.arguments import ToolArgumentError, validate_arguments
-from searchbox.tools.sandbox import SandboxConfig
+from searchbox.tools.sandbox import SandboxConfig, requested_level
 from searchbox.tools.sources import SourceLedger
 from searchbox.tools.truncate import MAX_BYTES
 
@@ -52,7 +52,7 @@ class ToolContext:
 def context_for(settings: Settings, work_dir: Path, ledger: SourceLedger,
                 retrieval: Callable[[], RetrievalEngine] | None = None, cancel: CancelToken | None = None) -> ToolContext:
     """The context of a run's tools, from its knobs (BASH_*, JOB_DISK_MB, JOB_FILES, TOOL_OUTPUT_BYTES)."""
-    sandbox = SandboxConfig(level=settings.bash_sandbox, default_timeout=settings.bash_timeout_seconds,
+    sandbox = SandboxConfig(level=requested_level(settings), default_timeout=settings.bash_timeout_seconds,
                             max_timeout=min(600, 10 * settings.bash_timeout_seconds),
                             disk_bytes=settings.bash_disk_mb * 2**20, job_disk_bytes=settings.job_disk_mb * 2**20,
                             job_inodes=settings.job_files)

@@ -9,7 +9,7 @@ import gradio as gr
 from searchbox.settings import Settings
 from searchbox.ui.answer import CITATION_CSS, CITATION_JS
 from searchbox.ui.compare_view import CompareView
-from searchbox.ui.explorer import build_explorer
+from searchbox.ui.explorer import Explorer
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
 from searchbox.ui.run_view import RunView
@@ -40,16 +40,18 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         gr.Markdown(INTRO)
         build_machine_view(settings)
         run_view = RunView(services)
+        explorer = Explorer(services)
         with gr.Tab("Search"):
             run_view.build(owner)
         with gr.Tab("Jobs"):
             JobsView(services).build(owner)
         with gr.Tab("Dataroom explorer"):
-            build_explorer(settings)
+            explorer.build()
         with gr.Tab("Compare"):
             CompareView(settings).build()
         # A visitor's runs belong to an unguessable id kept in their browser, made by their first run
         # (made on page load, it lost the race to a quick first Search: that run was listed for nobody).
         app.load(run_view.reattach, [owner], run_view.live_outputs, api_name="reattach")
+        app.unload(explorer.release)
     app.services = services  # type: ignore[attr-defined]
     return app

@@ -33,12 +33,13 @@ def sweeps_dir(settings: Settings) -> Path:
 
 
 def sweep_folders(settings: Settings) -> list[str]:
-    """Folders under sweeps/ that hold something to compare, newest first."""
+    """The names of the folders under sweeps/ that hold something to compare, newest first (names: a
+    public page shows no path of the server's)."""
     root = sweeps_dir(settings)
     if not root.is_dir():
         return []
     folders = [p for p in root.iterdir() if p.is_dir() and any((p / f).is_file() for f in (RESULTS, RETRIEVAL))]
-    return [str(p) for p in sorted(folders, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)]
+    return [p.name for p in sorted(folders, key=lambda p: (p.stat().st_mtime, p.name), reverse=True)]
 
 
 @dataclass
@@ -70,8 +71,8 @@ class CompareView:
             # A public demo's visitors see only the sweeps folder, not the server's file system.
             if folder.is_dir() and (self.settings.searchbox_operator or folder.is_relative_to(root)):
                 return folder
-        raise gr.Error(f"No sweep folder {text} under {root}" + ("" if self.settings.searchbox_operator else
-                       " (any path is open to the operator: SEARCHBOX_OPERATOR=1)."))
+        raise gr.Error(f"No sweep folder {text} under {root}" if self.settings.searchbox_operator else
+                       f"No sweep folder {text} (any path is open to the operator: SEARCHBOX_OPERATOR=1).")
 
     def load(self, text: str | None) -> tuple[Any, ...]:
         """(heading, summary table, every pair compared, entry A and entry B choices, *the CHARTS figures)
@@ -185,18 +186,19 @@ class CompareView:
             verdict = gr.Markdown()
             pairs = gr.Dataframe(headers=PAIRED_COLUMNS, label="Every pair, question by question", interactive=False)
         plots = [gr.Plot(label=key, show_label=False) for key in CHARTS]  # each figure carries its title
+        rescan.click(lambda: gr.update(choices=sweep_folders(self.settings)), None, [folder], api_name=False)
+        load.click(self.load, [folder], [heading, table, pairs, pick_a, pick_b, *plots], api_name="compare_load")
+        compare.click(self.compare, [folder, pick_a, pick_b], [verdict], api_name="compare_pair")
+        if not self.settings.searchbox_operator:  # 40 runs on the shared model slot, into a folder of the server's
+            return
         with gr.Accordion("Run a small sweep", open=False):
             gr.Markdown("The default matrix over one built-in question per type, with this app's model settings, "
                         f"into `{sweeps_dir(self.settings)}`. Its runs share the model with the job queue and "
-                        "take a while; operator only.")
+                        "take a while.")
             with gr.Row():
                 start = gr.Button("Run a small sweep")
                 refresh = gr.Button("Refresh status")
             status = gr.Markdown(self.status())
-
-        rescan.click(lambda: gr.update(choices=sweep_folders(self.settings)), None, [folder], api_name=False)
-        load.click(self.load, [folder], [heading, table, pairs, pick_a, pick_b, *plots], api_name="compare_load")
-        compare.click(self.compare, [folder, pick_a, pick_b], [verdict], api_name="compare_pair")
         start.click(self.start_sweep, None, [status], api_name=False)
         refresh.click(self.status, None, [status], api_name=False)
 

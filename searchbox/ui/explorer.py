@@ -2,13 +2,20 @@
 catalog.
 
 It renders what the core returns (ingestion statuses, tool results); all work happens in
-`searchbox.workspace` and the run's toolbox, the same path the CLI's `tool` command takes.
+`searchbox.workspace` and the run's toolbox, the same path the CLI's `tool` command takes. Only an
+operator (SEARCHBOX_OPERATOR=1) gets `bash` here: a visitor calls tools directly, with no model between
+them and the host, so nothing that runs commands is theirs to call.
+
+A session's loaded dataroom lives in a folder among the app's jobs (JobStore.scratch_folder), where its
+disk counts against SEARCHBOX_JOBS_MAX_MB, and is removed when the visitor loads another, closes or
+reloads the tab, or leaves it unused for _WORKSPACE_TTL_S.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +29,12 @@ from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import RETRIEVAL_PRESETS, Settings
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.tool import Tool
+from searchbox.ui.services import Services
 from searchbox.workspace import Workspace
 
 STATUS_COLUMNS = ["path", "status", "reason", "chars", "chunks"]
 RESULT_COLUMNS = ["id", "path", "chunk", "score", "text"]
-_WORKSPACE_TTL_S = 3600  # a visitor's loaded dataroom is removed an hour after its last use, or when they leave
+_WORKSPACE_TTL_S = 600  # a loaded dataroom unused this long is removed (a closed tab's at once)
 _SAMPLE_VALUES: dict[str, Any] = {
     "query": "What changed in the customer contract?", "question": "When does the office lease end?",
     "pattern": "lease", "command": "ls dataroom", "path": "dataroom/00_index/README.txt", "content": "notes",
@@ -61,11 +69,11 @@ def explorer_settings(settings: Settings, preset: str | None) -> tuple[Settings,
     return fit_retrieval(settings)
 
 
-def load_dataroom(upload: str | None, settings: Settings, previous: Workspace | None = None,
-                  preset: str | None = None) -> tuple[Workspace, str, list[list[Any]]]:
+def load_dataroom(upload: str | None, settings: Settings, new_folder: Callable[[], Path],
+                  previous: Workspace | None = None, preset: str | None = None) -> tuple[Workspace, str, list[list[Any]]]:
     settings, notes = explorer_settings(settings, preset)
     source = Path(upload) if upload else BUILTIN_DATAROOM
-    folder = Path(tempfile.mkdtemp(prefix="searchbox-explore-"))
+    folder = new_folder()
     try:
         workspace = Workspace.create(folder, source, settings)
     except DataroomError as exc:
@@ -82,42 +90,84 @@ def load_dataroom(upload: str | None, settings: Settings, previous: Workspace | 
 
 
 def run_tool(workspace: Workspace | None, name: str, raw_args: str, settings: Settings,
-             preset: str | None = None) -> tuple[Workspace, list[list[Any]], str]:
+             new_folder: Callable[[], Path], preset: str | None = None, *,
+             bash: bool = False) -> tuple[Workspace, list[list[Any]], str]:
     if workspace is None:
-        workspace, _, _ = load_dataroom(None, settings, preset=preset)
+        workspace, _, _ = load_dataroom(None, settings, new_folder, preset=preset)
     try:
         args = json.loads(raw_args or "{}")
     except json.JSONDecodeError as exc:
         raise gr.Error(f"The arguments are not valid JSON: {exc}") from exc
-    result = RunToolbox(workspace, workspace.settings, every_catalog_tool=True).call(name, args, None)
+    result = RunToolbox(workspace, workspace.settings, every_catalog_tool=True, bash=bash).call(name, args, None)
     found = (result.data or {}).get("results", [])
     rows = [[r.get(c, "") for c in RESULT_COLUMNS] for r in found if isinstance(r, dict) and "path" in r]
     # Shown as JSON text: a JSON component would make API clients fetch every "path" as a file.
     return workspace, rows, json.dumps(result.record(), indent=2, ensure_ascii=False)
 
 
-def build_explorer(settings: Settings) -> None:
-    """Lay out the explorer inside the current gr.Blocks."""
-    workspace = gr.State(None, time_to_live=_WORKSPACE_TTL_S, delete_callback=discard)
-    with gr.Row():
-        upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
-        with gr.Column():
-            preset = gr.Dropdown(list(RETRIEVAL_PRESETS), value=settings.retrieval_preset, label="Retrieval preset",
-                                 info="Models that cannot be loaded here are replaced by packaged ones, and the summary says so.")
-            load_button = gr.Button("Load dataroom", variant="secondary")
-            summary = gr.Markdown()
-    statuses = gr.Dataframe(headers=STATUS_COLUMNS, label="Files", interactive=False, max_height=300)
-    _, offered = tools_on_offer(settings, every_catalog_tool=True)
-    first = CATALOG_TOOLS[0]  # the explorer is mostly for retrieval studies: it opens on a search
-    with gr.Row():
-        tool = gr.Dropdown(list(offered), value=first.name, label="Tool", info="The built-ins, then the catalog tools")
-        arguments = gr.Code(example_arguments(first), language="json", label="Arguments")
-    run_button = gr.Button("Run tool", variant="primary")
-    results = gr.Dataframe(headers=RESULT_COLUMNS, label="Results", interactive=False, wrap=True)
-    raw = gr.Code(language="json", label="Full result", interactive=False)
+class Explorer:
+    """The explorer's handlers, and the dataroom each page session has loaded."""
 
-    load_button.click(lambda up, previous, chosen: load_dataroom(up, settings, previous, chosen),
-                      [upload, workspace, preset], [workspace, summary, statuses], api_name="load_dataroom")
-    tool.change(lambda name: example_arguments(offered[name]), [tool], [arguments], api_name=False)
-    run_button.click(lambda ws, name, args, chosen: run_tool(ws, name, args, settings, chosen),
-                     [workspace, tool, arguments, preset], [workspace, results, raw], api_name="run_tool")
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.settings = services.visitor_settings()
+        self.bash = services.settings.searchbox_operator
+        self._held: dict[str, Workspace] = {}  # page session -> its loaded dataroom
+        self._lock = threading.Lock()
+
+    def new_folder(self) -> Path:
+        return self.services.store.scratch_folder(self.services.settings)
+
+    def load(self, upload: str | None, previous: Workspace | None, preset: str | None,
+             request: gr.Request) -> tuple[Workspace, str, list[list[Any]]]:
+        workspace, summary, rows = load_dataroom(upload, self.settings, self.new_folder, previous, preset)
+        self._hold(request, workspace)
+        return workspace, summary, rows
+
+    def run(self, workspace: Workspace | None, name: str, raw_args: str, preset: str | None,
+            request: gr.Request) -> tuple[Workspace, list[list[Any]], str]:
+        loaded, rows, raw = run_tool(workspace, name, raw_args, self.settings, self.new_folder, preset, bash=self.bash)
+        self._hold(request, loaded)
+        return loaded, rows, raw
+
+    def release(self, request: gr.Request) -> None:
+        """The tab was closed or reloaded: its dataroom goes now, not an hour later with Gradio's session."""
+        with self._lock:
+            workspace = self._held.pop(request.session_hash or "", None)
+        discard(workspace)
+
+    def drop(self, workspace: Workspace | None) -> None:
+        """The session's state expired (unused for _WORKSPACE_TTL_S)."""
+        with self._lock:
+            for session in [s for s, held in self._held.items() if held is workspace]:
+                del self._held[session]
+        discard(workspace)
+
+    def _hold(self, request: gr.Request, workspace: Workspace) -> None:
+        with self._lock:
+            self._held[request.session_hash or ""] = workspace
+
+    def build(self) -> None:
+        """Lay out the explorer inside the current gr.Blocks."""
+        settings = self.settings
+        workspace = gr.State(None, time_to_live=_WORKSPACE_TTL_S, delete_callback=self.drop)
+        with gr.Row():
+            upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
+            with gr.Column():
+                preset = gr.Dropdown(list(RETRIEVAL_PRESETS), value=settings.retrieval_preset, label="Retrieval preset",
+                                     info="Models that cannot be loaded here are replaced by packaged ones, and the summary says so.")
+                load_button = gr.Button("Load dataroom", variant="secondary")
+                summary = gr.Markdown()
+        statuses = gr.Dataframe(headers=STATUS_COLUMNS, label="Files", interactive=False, max_height=300)
+        _, offered = tools_on_offer(settings, every_catalog_tool=True, bash=self.bash)
+        first = CATALOG_TOOLS[0]  # the explorer is mostly for retrieval studies: it opens on a search
+        with gr.Row():
+            tool = gr.Dropdown(list(offered), value=first.name, label="Tool", info="The built-ins, then the catalog tools")
+            arguments = gr.Code(example_arguments(first), language="json", label="Arguments")
+        run_button = gr.Button("Run tool", variant="primary")
+        results = gr.Dataframe(headers=RESULT_COLUMNS, label="Results", interactive=False, wrap=True)
+        raw = gr.Code(language="json", label="Full result", interactive=False)
+
+        load_button.click(self.load, [upload, workspace, preset], [workspace, summary, statuses], api_name="load_dataroom")
+        tool.change(lambda name: example_arguments(offered[name]), [tool], [arguments], api_name=False)
+        run_button.click(self.run, [workspace, tool, arguments, preset], [workspace, results, raw], api_name="run_tool")

@@ -54,7 +54,8 @@ class JobsView:
         record = self.services.may_see(job_id, owner)
         if record is None:
             raise gr.Error("No such job among your runs.")
-        return {**await self._view(record), self.opened: record.id, self.opened_going: True, self.chosen: record.id}
+        return {**await self._view(record, owner), self.opened: record.id, self.opened_going: True,
+                self.chosen: record.id}
 
     async def open_row(self, ids: list[str], owner: str, event: gr.SelectData) -> dict[Any, Any]:
         row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
@@ -62,11 +63,11 @@ class JobsView:
             return {component: gr.skip() for component in [*self.view, self.opened, self.opened_going, self.chosen]}
         return await self.open(ids[row], owner)
 
-    async def _view(self, record: JobRecord, with_downloads: bool = True) -> dict[Any, Any]:
+    async def _view(self, record: JobRecord, downloads_for: str | None) -> dict[Any, Any]:
         assert self.panels is not None
         job_dir = self.services.store.job_dir(record.id)
         problems = Problems()
-        values = await asyncio.to_thread(self.panels.fill, job_dir, problems, with_downloads=with_downloads)
+        values = await asyncio.to_thread(self.panels.fill, job_dir, problems, downloads_for=downloads_for)
         # A visitor's question is Markdown an operator may open: rendered inert, like answers.
         heading = f"**{record.state}** · {inert_markdown(record.question)}"
         return {self.heading: problems.under(heading), **values}
@@ -78,7 +79,7 @@ class JobsView:
         going = record is not None and record.state in _GOING
         if record is None or not (going or was_going):
             return {**{component: gr.skip() for component in self.view}, self.opened_going: False}
-        return {**await self._view(record, with_downloads=not going), self.opened_going: going}
+        return {**await self._view(record, None if going else owner), self.opened_going: going}
 
     def act(self, action: str, job_id: str, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
         if self.services.may_see(job_id, owner) is None:

@@ -23,12 +23,15 @@ def _cell(text: str) -> str:
 
 
 def build_machine_view(settings: Settings) -> None:
-    """The warning (only when there is something to warn about) and a collapsed accordion whose report
-    is gathered each time it is opened: free VRAM and disk change, and gathering costs a second or two
-    that a visitor who never opens it should not wait for."""
+    """The warning (only when there is something to warn about) and, for an operator only (it shows the
+    app's folders, disks and memory), a collapsed accordion whose report is gathered each time it is
+    opened: free VRAM and disk change, and gathering costs a second or two that an operator who never
+    opens it should not wait for. A public app has neither the accordion nor its endpoint."""
     notices = gpu_notices(check_gpu())
     if notices:
         gr.Markdown(notices_markdown(notices))
+    if not settings.searchbox_operator:
+        return
     with gr.Accordion("This machine", open=False) as accordion:
         body = gr.Markdown()
     accordion.expand(lambda: report_markdown(gather(settings)), None, body, api_name="machine_report")

@@ -74,10 +74,10 @@ def recorded_checks(job_dir: Path, markdown: str) -> list[dict[str, Any]] | None
     return checks if isinstance(checks, list) else None
 
 
-def offered_downloads(job_dir: Path) -> tuple[str | None, str | None]:
+def offered_downloads(job_dir: Path, viewer: str) -> tuple[str | None, str | None]:
     """The run's ANSWER.md and bundle as files Gradio may serve to this visitor alone."""
     answer, bundle = downloads(job_dir)
-    return offer(answer), offer(bundle)
+    return offer(answer, viewer, job_dir.name), offer(bundle, viewer, job_dir.name)
 
 
 @dataclass
@@ -112,13 +112,15 @@ class RunPanels:
         return [self.answer, self.sources, *self.plots.values(), self.empty_dashboard, self.answer_file, self.bundle_file]
 
     def fill(self, job_dir: Path, problems: Problems, *, dashboard: Dashboard | None = None,
-             with_downloads: bool = False) -> dict[Any, Any]:
+             downloads_for: str | None = None) -> dict[Any, Any]:
         """The panels' values for the run in job_dir; the live view passes its own dashboard, a
-        finished run's is rebuilt from its records."""
+        finished run's is rebuilt from its records. With `downloads_for` (a visitor's id), the
+        downloads too, handed to that visitor."""
         values = self.fill_answer(job_dir, problems)
         values.update(self.fill_figures(job_dir, problems, dashboard))
-        if with_downloads:
-            answer_file, bundle = problems.guard("the downloads", lambda: offered_downloads(job_dir), (None, None))
+        if downloads_for is not None:
+            answer_file, bundle = problems.guard("the downloads", lambda: offered_downloads(job_dir, downloads_for),
+                                                 (None, None))
             values[self.answer_file] = gr.update(value=answer_file, visible=answer_file is not None)
             values[self.bundle_file] = gr.update(value=bundle, visible=bundle is not None)
         return values

@@ -23,15 +23,19 @@ import gradio as gr
 from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.llm.presets import PRESETS
-from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError, without_userinfo
+from searchbox.jobs.store import QueueLimits
+from searchbox.llm.presets import PRESETS, find_preset
+from searchbox.retrieval.models import uses_jina_api
+from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
-from searchbox.ui.services import Services
+from searchbox.ui.services import Services, shares_operator_key
+from searchbox.ui.visitors import client_address
 
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
+OWN_MODEL = "the app's own model"  # an LLM_GGUF that is a path or a hub file, which the page does not show
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
@@ -56,14 +60,30 @@ def example_questions(limit: int = 6) -> list[str]:
     return picked[:limit]
 
 
+def own_model_choice(settings: Settings) -> str:
+    """The app's own model as a choice: its endpoint (LLAMA_URL), else its LLM_GGUF under a name that
+    shows no path of the operator's."""
+    if settings.llama_url:
+        return ENDPOINT_CHOICE
+    gguf = settings.llm_gguf
+    if gguf == "auto" or gguf.startswith("packaged:"):
+        return gguf
+    preset = find_preset(gguf)
+    return preset.name if preset is not None else OWN_MODEL
+
+
 def llm_choices(settings: Settings) -> list[str]:
-    """What a visitor may pick: the operator's own model, auto, the presets, and an endpoint where allowed."""
-    choices = ["auto", *(p.name for p in PRESETS)]
-    if settings.llm_gguf not in choices:
-        choices.insert(0, settings.llm_gguf)
-    if settings.llama_url or settings.searchbox_visitor_endpoints:
-        choices.append(ENDPOINT_CHOICE)
-    return choices
+    """What a visitor may pick: the app's own model, those SEARCHBOX_VISITOR_MODELS adds (an operator gets
+    auto and every preset), and an endpoint of their own where allowed. Only the operator's consent lets a
+    run download or boot another model: each one booted stays in memory."""
+    if settings.searchbox_operator:
+        extra = ["auto", *(p.name for p in PRESETS)]
+    else:
+        extra = [name.strip() for name in settings.searchbox_visitor_models.split(",") if name.strip()]
+    choices = dict.fromkeys([own_model_choice(settings), *extra])
+    if settings.searchbox_visitor_endpoints:
+        choices[ENDPOINT_CHOICE] = None
+    return list(choices)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +107,18 @@ class RunRequest:
 
     def overrides(self, settings: Settings) -> dict[str, Any]:
         """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
-        server at arbitrary URLs or files."""
+        server at arbitrary URLs or files, nor spend the operator's Jina key without consent."""
+        overrides = self._knobs(settings)
+        try:
+            chosen = settings.with_overrides(**overrides)
+        except SettingsError as exc:
+            raise gr.Error(str(exc)) from exc
+        if uses_jina_api(chosen) and not self.jina_key.strip() and not shares_operator_key(settings):
+            raise gr.Error("The api backends need a Jina API key of your own on this app: type it in the Jina API "
+                           "key field, or choose the local embedder and reranker.")
+        return overrides
+
+    def _knobs(self, settings: Settings) -> dict[str, Any]:
         if self.llm not in llm_choices(settings):
             raise gr.Error(f"Unknown model choice {self.llm!r}.")
         overrides: dict[str, Any] = {
@@ -101,15 +132,14 @@ class RunRequest:
                   "rerank_backend": self.rerank_backend}
         overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
         if self.llm != ENDPOINT_CHOICE:
-            return {**overrides, "llm_gguf": self.llm, "llama_url": ""}
-        endpoint, model_id = self.endpoint, self.model_id
-        if not settings.searchbox_visitor_endpoints:  # the operator's endpoint, whatever the page sent
+            return {**overrides, "llm_gguf": settings.llm_gguf if self.llm == OWN_MODEL else self.llm, "llama_url": ""}
+        endpoint, model_id = self.endpoint.strip(), self.model_id.strip()
+        # The operator's endpoint, whatever the page sent, unless visitors may give one (and did).
+        if not settings.searchbox_visitor_endpoints or not endpoint:
             endpoint, model_id = settings.llama_url, settings.model_id
-        elif endpoint.strip() == without_userinfo(settings.llama_url):  # the page shows it without credentials
-            endpoint = settings.llama_url
-        if not endpoint.strip():
+        if not endpoint:
             raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")
-        return {**overrides, "llama_url": endpoint.strip(), "model_id": model_id.strip()}
+        return {**overrides, "llama_url": endpoint, "model_id": model_id}
 
 
 async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
@@ -168,7 +198,7 @@ class RunView:
             shutil.rmtree(tmp, ignore_errors=True)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
 
-    async def run(self, owner: str | None = None, upload: str | None = None, **form: Any):
+    async def run(self, http: gr.Request, owner: str | None = None, upload: str | None = None, **form: Any):
         # The None defaults make these optional for API callers (no upload: the built-in dataroom).
         request = RunRequest(upload=upload, **form)
         question = (request.question or "").strip()
@@ -180,17 +210,19 @@ class RunView:
         owner = owner or new_owner
         overrides = request.overrides(self.services.settings)
         source = Path(request.upload) if request.upload else BUILTIN_DATAROOM
+        store, settings = self.services.store, self.services.settings
         try:
-            record = await asyncio.to_thread(self.services.store.create, question, source, overrides, owner,
-                                             self.services.settings,
-                                             max_waiting=self.services.settings.searchbox_max_queued_runs)
+            record = await asyncio.to_thread(store.create, question, source, overrides, owner, settings,
+                                             max_waiting=settings.searchbox_max_queued_runs,
+                                             visitor=store.visitor_of(client_address(http)),
+                                             limits=QueueLimits.of(settings))
         except (DataroomError, SettingsError, ValueError) as exc:
             raise gr.Error(str(exc)) from exc
         if request.jina_key:
             self.services.remember_secrets(record.id, {"jina_api_key": request.jina_key})
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed
         self.services.scheduler.submit(record.id)
-        async for update in self._follow(record.id, question, subscription, replay=False):
+        async for update in self._follow(record.id, question, subscription, owner, replay=False):
             yield {**update, self.owner: new_owner} if new_owner else update
             new_owner = ""
 
@@ -203,7 +235,7 @@ class RunView:
             return
         record = going[0]
         subscription = self.services.scheduler.subscribe(record.id)  # before reading the records
-        async for update in self._follow(record.id, record.question, subscription, replay=True):
+        async for update in self._follow(record.id, record.question, subscription, owner, replay=True):
             yield update
 
     def _update(self, job_id: str, status: str, feed: Feed, panels: dict[Any, Any], problems: Problems,
@@ -212,9 +244,9 @@ class RunView:
         update.update({control: gr.update(interactive=going) for control in self.controls})
         return update
 
-    async def _follow(self, job_id: str, question: str, subscription: queue.Queue, replay: bool):
-        """Stream a job into the live view until its run stops for good; with `replay`, what it
-        already recorded comes first, and the stream skips the events the records already hold."""
+    async def _follow(self, job_id: str, question: str, subscription: queue.Queue, viewer: str, replay: bool):
+        """Stream a job into the live view of `viewer` until its run stops for good; with `replay`, what
+        it already recorded comes first, and the stream skips the events the records already hold."""
         assert self.panels is not None
         panels = self.panels
         job_dir = self.services.store.job_dir(job_id)
@@ -264,7 +296,7 @@ class RunView:
                 last_yield = now
                 yield self._update(job_id, self._status(job_id), feed, values, problems)
         problems = Problems()
-        final = await asyncio.to_thread(panels.fill, job_dir, problems, with_downloads=True)
+        final = await asyncio.to_thread(panels.fill, job_dir, problems, downloads_for=viewer)
         yield self._update(job_id, self._status(job_id), feed, final, problems, going=False)
 
     def _status(self, job_id: str) -> str:
@@ -314,14 +346,15 @@ class RunView:
                     gr.Markdown("Built-ins (read, bash, grep, find, ls, edit, write) are always on.")
                 with gr.Accordion("Model and retrieval", open=False):
                     settings = self.services.settings
-                    llm = gr.Dropdown(llm_choices(settings), label="LLM",
-                                      value=ENDPOINT_CHOICE if settings.llama_url else settings.llm_gguf)
+                    llm = gr.Dropdown(llm_choices(settings), label="LLM", value=own_model_choice(settings))
+                    # Empty by default: the page and the API description never show the operator's endpoint.
+                    own = "empty: the app's own endpoint" if settings.llama_url else "http://localhost:8080/v1"
                     locked = None if settings.searchbox_visitor_endpoints else (
-                        "Set by the operator (LLAMA_URL, MODEL_ID): this app lets visitors use its own endpoint only "
+                        "Set by the operator: this app lets visitors use its own endpoint only "
                         "(SEARCHBOX_VISITOR_ENDPOINTS=1 opens it).")
-                    endpoint = gr.Textbox(label="Endpoint URL", value=without_userinfo(settings.llama_url), placeholder="http://localhost:8080/v1",
+                    endpoint = gr.Textbox(label="Endpoint URL", value="", placeholder=own,
                                           interactive=settings.searchbox_visitor_endpoints, info=locked)
-                    model_id = gr.Textbox(label="Model id at the endpoint", value=settings.model_id,
+                    model_id = gr.Textbox(label="Model id at the endpoint", value="",
                                           interactive=settings.searchbox_visitor_endpoints, info=locked)
                     retrieval = gr.Dropdown(list(RETRIEVAL_PRESETS), value=self.services.settings.retrieval_preset, label="Retrieval preset")
                     with gr.Row():

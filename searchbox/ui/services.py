@@ -1,5 +1,7 @@
 """What the app's handlers share: the base settings, the job store, the scheduler, and the secrets a
-visitor typed for a run (kept in memory only, never in a job folder)."""
+visitor typed for a run (kept in memory only, never in a job folder). A visitor's run gets the
+operator's JINA_API_KEY only with the operator's consent (SEARCHBOX_VISITOR_KEYS, or an operator's own
+app): else a key the visitor typed, or none, also when it resumes after a restart."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class Services:
 
         def run_with_secrets(job_dir: Path, job_settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
             secrets = holder["services"].secrets_for(job_dir.name)
+            if not shares_operator_key(settings):
+                secrets.setdefault("jina_api_key", "")
             return run_fn(job_dir, job_settings.with_overrides(**secrets) if secrets else job_settings, control, listeners)
 
         services = cls(settings, store, Scheduler(store, run_with_secrets, settings))
@@ -52,6 +56,11 @@ class Services:
         with self._lock:
             return dict(self._secrets.get(job_id, {}))
 
+    def visitor_settings(self) -> Settings:
+        """The settings work done for a visitor outside a run starts from (the explorer's): without the
+        operator's Jina key unless they share it."""
+        return self.settings if shares_operator_key(self.settings) else self.settings.with_overrides(jina_api_key="")
+
     def visible_jobs(self, owner: str) -> list[JobRecord]:
         """The viewer's own runs; every run for an operator."""
         return self.store.list(None if self.settings.searchbox_operator else owner)
@@ -61,3 +70,8 @@ class Services:
         if record is None or (record.owner != owner and not self.settings.searchbox_operator):
             return None
         return record
+
+
+def shares_operator_key(settings: Settings) -> bool:
+    """Whether visitors' work may spend the operator's JINA_API_KEY."""
+    return settings.searchbox_operator or settings.searchbox_visitor_keys

@@ -1,5 +1,5 @@
 """The sandbox the `bash` tool runs in (SPEC 5), at the confinement level BASH_SANDBOX picks (levels.py):
-namespaces, Landlock + seccomp, or (for an operator only) off. Whatever the level: a timeout after which
+namespaces, Landlock + seccomp, or (for an operator only, SEARCHBOX_OPERATOR=1) off. Whatever the level: a timeout after which
 everything the command started is killed, capped output, an environment stripped of secrets, memory,
 process and CPU limits for the whole command where a cgroup allows (else per process), and the job's
 disk and inode budget enforced after every command."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from searchbox.tools.sandbox import unconfined
-from searchbox.tools.sandbox.levels import Level, choose
+from searchbox.tools.sandbox.levels import Level, choose, for_settings, requested_level
 from searchbox.tools.sandbox.plumbing import PlumbingError
 from searchbox.tools.sandbox.runner import (
     SandboxConfig,
@@ -20,7 +20,8 @@ from searchbox.tools.sandbox.runner import (
 )
 
 __all__ = ["Level", "PlumbingError", "SandboxConfig", "SandboxResult", "SandboxUnavailable", "airgap_level", "choose",
-           "dataroom_mount_readonly", "discard_spill", "filesystem_level", "run_sandboxed"]
+           "dataroom_mount_readonly", "discard_spill", "filesystem_level", "for_settings", "requested_level",
+           "run_sandboxed"]
 
 
 def airgap_level(requested: str = "auto") -> str:

@@ -2,7 +2,9 @@
 
 - `namespaces`: a root filesystem of its own in fresh mount, pid and network namespaces (namespaces.py);
 - `landlock`: Landlock and seccomp, no namespaces or privileges needed (landlock.py);
-- `off`: unconfined, the host's files in view (unconfined.py): only when an operator asks for it.
+- `off`: unconfined, the host's files in view (unconfined.py): only when an operator asks for it, that
+  is with SEARCHBOX_OPERATOR=1 as well (`for_settings`); otherwise `off` is refused and bash gets what
+  `auto` finds, the record saying so.
 
 `auto` takes the first of namespaces and landlock that works here. When the level asked for is not
 available the result is `none`: bash is not offered to the model for that run, and the record says why.
@@ -16,10 +18,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from searchbox.settings import Settings
 from searchbox.tools.sandbox import landlock, namespaces, unconfined
 from searchbox.tools.sandbox.cgroup import hierarchies
 
 CHOICES = ("auto", "namespaces", "landlock", "off")
+REFUSED_OFF = ("BASH_SANDBOX=off refused: unconfined bash is for an operator only (SEARCHBOX_OPERATOR=1), never "
+               "for a public app's visitors")
 
 
 @dataclass(frozen=True)
@@ -75,3 +80,20 @@ def choose(requested: str = "auto") -> Level:
         refused.append(f"landlock: {why}")
     return Level(requested, "none", "no confining level for bash on this host (" + "; ".join(refused)
                  + "): bash is disabled; BASH_SANDBOX=off runs it unconfined, for an operator only")
+
+
+def requested_level(settings: Settings) -> str:
+    """The BASH_SANDBOX value bash really runs with: `off` only for an operator, else `auto`."""
+    if settings.bash_sandbox == "off" and not settings.searchbox_operator:
+        return "auto"
+    return settings.bash_sandbox
+
+
+def for_settings(settings: Settings) -> Level:
+    """The level a run with these settings gets; a refused `off` is recorded as asked for, with why it
+    was refused and what bash got instead."""
+    level = choose(requested_level(settings))
+    if requested_level(settings) == settings.bash_sandbox:
+        return level
+    instead = f"bash runs at {level.name}" if level.allows_bash else "bash is disabled"
+    return Level("off", level.name, "; ".join(filter(None, [f"{REFUSED_OFF}: {instead}", level.reason])))
