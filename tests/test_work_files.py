@@ -105,3 +105,19 @@ def test_the_budget_counts_a_folder_named_as_the_namespace_mount_point(work: Pat
     (work / ".searchbox" / "root" / "fill.bin").write_bytes(os.urandom(1 << 20))
     usage, entries = measure(work)
     assert usage.bytes >= 1 << 20 and ".searchbox/root/fill.bin" in {e.path for e in entries}
+
+
+def test_a_visitors_bundle_has_the_operators_endpoint_and_folders_hidden(work: Path, tmp_path: Path) -> None:
+    from searchbox.settings import Settings
+    from searchbox.ui.visitors import operator_details
+
+    settings = Settings.resolve(env={}, llama_url="http://user:pw@10.1.2.3:8080/v1",
+                                searchbox_cache_dir=str(tmp_path / "operator-cache"))
+    job = work.parent
+    JobFolder(job).write_config(settings.as_config())
+    JobFolder(job).write_meta({"backends": {"loaded": {"embed": {"path": f"{tmp_path}/operator-cache/models/m"}}}})
+    hide = operator_details(settings)
+    with zipfile.ZipFile(make_bundle(job, hide)) as bundle:
+        text = bundle.read("config.json").decode() + bundle.read("run_meta.json").decode()
+    assert "10.1.2.3" not in text and "operator-cache" not in text and "(the app's own)" in text
+    assert operator_details(settings.with_overrides(searchbox_operator=True)) == ()

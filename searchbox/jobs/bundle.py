@@ -2,7 +2,8 @@
 
 Everything under work/ may have been left by confined code, so files are read through
 records.work_files (no link followed, regular files only, sizes checked before reading); what is left
-out for that reason is named, with why, in the bundle's LEFT_OUT.txt."""
+out for that reason is named, with why, in the bundle's LEFT_OUT.txt. A visitor's bundle has the
+operator's details (endpoint, folders: strings the app passes as `hide`) replaced in its text records."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from searchbox.records.job_folder import ANSWER_NAME, DATAROOM_NAME, WORK_NAME, JobFolder
@@ -19,10 +21,13 @@ FILE_MAX_BYTES = 64 << 20  # no record is this large; a sparse file of terabytes
 BUNDLE_MAX_BYTES = 256 << 20
 _SCRATCH = ".searchbox"
 LEFT_OUT_NAME = "LEFT_OUT.txt"
+HIDDEN = "(the app's own)"
+_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".txt")
 
 
-def make_bundle(job_dir: Path) -> Path:
-    """Write <job>/bundle.zip afresh and return its path.
+def make_bundle(job_dir: Path, hide: Sequence[str] = ()) -> Path:
+    """Write <job>/bundle.zip afresh and return its path; each string of `hide` in a text record becomes
+    HIDDEN.
 
     Each call writes its own hidden temporary zip, then renames it into place: calls for one job
     may overlap (a run's final download while visitors open it), and a shared temporary name had
@@ -48,6 +53,9 @@ def make_bundle(job_dir: Path) -> Path:
                         left_out.append(f"{rel}: the bundle reached its {BUNDLE_MAX_BYTES:,} bytes")
                         continue
                     total += size
+                    if hide and rel.endswith(_TEXT_SUFFIXES):
+                        archive.writestr(rel, _hidden(source.read(), hide))
+                        continue
                     with archive.open(rel, "w") as out:
                         shutil.copyfileobj(source, out)
             if left_out:
@@ -57,6 +65,13 @@ def make_bundle(job_dir: Path) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return target
+
+
+def _hidden(data: bytes, hide: Sequence[str]) -> bytes:
+    text = data.decode("utf-8", errors="replace")
+    for value in sorted(filter(None, hide), key=len, reverse=True):  # a folder after the paths inside it
+        text = text.replace(value, HIDDEN)
+    return text.encode("utf-8")
 
 
 def _candidates(job_dir: Path) -> list[str]:
@@ -100,11 +115,11 @@ def answer_download(job_dir: Path) -> Path | None:
     return target
 
 
-def downloads(job_dir: Path) -> tuple[str | None, str]:
+def downloads(job_dir: Path, hide: Sequence[str] = ()) -> tuple[str | None, str]:
     """What a finished run offers for download: a copy of its ANSWER.md (None when it wrote none, or left
-    something there that is not a plain file) and its bundle."""
+    something there that is not a plain file) and its bundle (with `hide` as make_bundle takes it)."""
     try:
         answer = answer_download(job_dir)
     except UntrustedFile:
         answer = None
-    return (str(answer) if answer else None), str(make_bundle(job_dir))
+    return (str(answer) if answer else None), str(make_bundle(job_dir, hide))

@@ -15,6 +15,7 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import inert_markdown
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
+from searchbox.ui.visitors import operator_details
 
 COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "created"]
 _GOING = ("queued", "running")
@@ -110,7 +111,7 @@ class JobsView:
             delete_button = gr.Button("Delete", variant="stop")
             refresh = gr.Button("Refresh")
         self.heading = gr.Markdown("*Open a run to see its answer, sources and dashboard.*")
-        self.panels = RunPanels.build(elem_prefix="job-")
+        self.panels = RunPanels.build(elem_prefix="job-", hide=operator_details(self.services.settings))
         self.opened = gr.State("")
         self.opened_going = gr.State(False)
 

@@ -74,9 +74,9 @@ def recorded_checks(job_dir: Path, markdown: str) -> list[dict[str, Any]] | None
     return checks if isinstance(checks, list) else None
 
 
-def offered_downloads(job_dir: Path, viewer: str) -> tuple[str | None, str | None]:
+def offered_downloads(job_dir: Path, viewer: str, hide: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
     """The run's ANSWER.md and bundle as files Gradio may serve to this visitor alone."""
-    answer, bundle = downloads(job_dir)
+    answer, bundle = downloads(job_dir, hide)
     return offer(answer, viewer, job_dir.name), offer(bundle, viewer, job_dir.name)
 
 
@@ -90,9 +90,10 @@ class RunPanels:
     bundle_file: gr.DownloadButton
     empty_dashboard: gr.Markdown
     plots: dict[str, gr.Plot]
+    hide: tuple[str, ...] = ()  # the operator's details, kept out of a visitor's bundle (ui.visitors)
 
     @classmethod
-    def build(cls, *, elem_prefix: str = "") -> RunPanels:
+    def build(cls, *, elem_prefix: str = "", hide: tuple[str, ...] = ()) -> RunPanels:
         answer = gr.Markdown(label="Answer", elem_id=f"{elem_prefix}answer")
         with gr.Accordion("Sources", open=True):
             sources = gr.HTML(elem_id=f"{elem_prefix}sources")
@@ -105,7 +106,7 @@ class RunPanels:
             with gr.Row():
                 for name in row:
                     plots[name] = gr.Plot(label=FIGURE_TITLES[name], elem_id=f"{elem_prefix}plot-{name}", visible=False)
-        return cls(answer, sources, answer_file, bundle_file, empty, plots)
+        return cls(answer, sources, answer_file, bundle_file, empty, plots, hide)
 
     @property
     def components(self) -> list[Any]:
@@ -119,7 +120,7 @@ class RunPanels:
         values = self.fill_answer(job_dir, problems)
         values.update(self.fill_figures(job_dir, problems, dashboard))
         if downloads_for is not None:
-            answer_file, bundle = problems.guard("the downloads", lambda: offered_downloads(job_dir, downloads_for),
+            answer_file, bundle = problems.guard("the downloads", lambda: offered_downloads(job_dir, downloads_for, self.hide),
                                                  (None, None))
             values[self.answer_file] = gr.update(value=answer_file, visible=answer_file is not None)
             values[self.bundle_file] = gr.update(value=bundle, visible=bundle is not None)

@@ -32,7 +32,7 @@ from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services, shares_operator_key
-from searchbox.ui.visitors import client_address
+from searchbox.ui.visitors import client_address, operator_details
 
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
 OWN_MODEL = "the app's own model"  # an LLM_GGUF that is a path or a hub file, which the page does not show
@@ -369,7 +369,7 @@ class RunView:
             with gr.Column(scale=3):
                 self.status = gr.Markdown(NO_RUN_YET, elem_id="run-status")
                 self.feed = gr.Chatbot(label="Activity", height=520, elem_id="activity")
-                self.panels = RunPanels.build()
+                self.panels = RunPanels.build(hide=operator_details(self.services.settings))
         self.controls = [pause_button, stop_button]
 
         upload.change(self.preview_dataroom, [upload], [ingestion], api_name=False)

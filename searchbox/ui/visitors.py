@@ -15,6 +15,8 @@ import os
 
 import gradio as gr
 
+from searchbox.settings import Settings, without_userinfo
+
 
 def client_address(request: gr.Request | None) -> str:
     """The address a call came from; empty when there is no request (a call from Python)."""
@@ -26,3 +28,15 @@ def client_address(request: gr.Request | None) -> str:
             return hops[-1]
     client = request.client
     return client.host if client is not None and client.host else ""
+
+
+def operator_details(settings: Settings) -> tuple[str, ...]:
+    """What a visitor's downloads must not show: the operator's endpoint and the server's folders (a run's
+    config.json and run_meta.json record them). Nothing for an operator's own app."""
+    if settings.searchbox_operator:
+        return ()
+    values = {settings.llama_url, without_userinfo(settings.llama_url), settings.cache_dir, settings.jobs_dir,
+              os.path.expanduser("~")}
+    if os.path.isabs(settings.llm_gguf):
+        values.add(settings.llm_gguf)
+    return tuple(sorted(v for v in values if v and v != "/"))
