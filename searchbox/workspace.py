@@ -14,7 +14,7 @@ from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
 from searchbox.records.citation_check import (SourceText, UnreadableSource, answer_digest, check_answer,
-                                              citation_record, facts_held)
+                                              citation_record)
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
@@ -108,8 +108,8 @@ class Workspace:
         self._checked = (digest, len(sources), record)
         return record
 
-    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
-        """Where an uncited answer's content came from, among these sources (records.citation_check.facts_held)."""
+    def source_texts(self, ids: list[str]) -> dict[str, str]:
+        """The texts of these ledger sources, in the order given; those that cannot be read are left out."""
         sources = {s.id: s for s in self.ledger.sources() if s.id in ids}
         text_of = self._source_texts(sources)
         texts = {}
@@ -118,7 +118,7 @@ class Workspace:
                 texts[source_id] = text_of(source_id)
             except UnreadableSource:
                 continue
-        return facts_held(text, texts)
+        return texts
 
     def _source_texts(self, sources: dict[str, Source]) -> SourceText:
         """Source id -> its text, each file extracted once (from the loaded corpus when there is one)."""

@@ -186,19 +186,6 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
     return checks
 
 
-def facts_held(text: str, sources: dict[str, str]) -> dict[str, list[str]]:
-    """For each source (id -> text) that holds some of the text's specific facts, those, figures (dates,
-    amounts) first. When any source holds a figure, only such sources: the names an answer repeats from
-    its question are in every search result."""
-    facts = [fact for line in text.splitlines() for fact in sentence_facts(line) if fact.is_specific]
-    facts = sorted(dict.fromkeys(facts), key=lambda fact: not fact.is_figure)
-    found = {source_id: held for source_id, source in sources.items()
-             if (held := [fact for fact in facts if fact_in(fact, source)])}
-    if any(fact.is_figure for held in found.values() for fact in held):
-        found = {source_id: held for source_id, held in found.items() if any(f.is_figure for f in held)}
-    return {source_id: [fact.text for fact in held] for source_id, held in found.items()}
-
-
 def citation_record(answer: str, ids: list[str], invalid: list[str], checks: list[CitationCheck],
                     score_model: str | None) -> dict[str, Any]:
     """What run_meta.json holds under "citations": validity against the ledger and the checks."""
