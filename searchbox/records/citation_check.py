@@ -34,7 +34,8 @@ from searchbox.records.facts import DATE_IN_TEXT, fact_present, normalize, numbe
 VERDICTS = ("supported", "unsupported", "unchecked")
 # Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
 # 2: a source cited beside others that holds only what they hold and none of the figures is unsupported.
-CHECKER_VERSION = 2
+# 3: text the answer only echoed from the harness's messages is not checked (records/echoes.py).
+CHECKER_VERSION = 3
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).
 SUPPORT_SCORE = 0.45
