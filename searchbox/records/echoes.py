@@ -21,6 +21,7 @@ from typing import Any
 
 from searchbox.records.citations import MARKER, marker_citations
 from searchbox.records.files import read_jsonl
+from searchbox.records.job_folder import JobFolder
 
 ECHO_WORDS = 3
 _WORD = re.compile(r"\w+")
@@ -110,7 +111,7 @@ def find_echoes(answer: str, messages: list[HarnessMessage]) -> Echoes:
 
 def job_echoes(answer: str, job_dir: Path) -> Echoes:
     """The echoes in this answer of the harness messages in the job's session.jsonl."""
-    return find_echoes(answer, harness_messages(Path(job_dir) / "session.jsonl"))
+    return find_echoes(answer, harness_messages(JobFolder(Path(job_dir)).session))
 
 
 def _with_markers(answer: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
