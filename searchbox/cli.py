@@ -83,19 +83,26 @@ def cmd_run(args: argparse.Namespace) -> int:
             reason = run_job(job_dir, settings, model, [printer], control)
     finally:
         model.close()
+    return 0 if summarize_run(job_dir, reason, settings.turn_budget) else 1
+
+
+def summarize_run(job_dir: Path, reason: str | None = None, budget: int | None = None) -> bool:
+    """Print a finished run's stop, tokens, tools, citations and answer from its records; True when it is done."""
     folder = JobFolder(job_dir)
-    meta, answer = folder.read_meta(), folder.answer
+    meta, answer = folder.read_meta(), folder.read_answer()
     tokens = meta.get("tokens", {})
     tools = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("tool_counts", {}).items())) or "none"
     citations = meta.get("citations", {})
-    print(f"\nstop reason: {reason}; turns {meta.get('turns')}/{settings.turn_budget}; "
+    print(f"\nstop reason: {reason or meta.get('stop_reason')}; turns {meta.get('turns')}/{budget or meta.get('budget')}; "
           f"tokens {tokens.get('input', 0):,} in / {tokens.get('output', 0):,} out; tool calls: {tools}")
     print(f"citations: {citations.get('valid', 0)} valid, {citations.get('invalid', 0)} invalid; checked against "
           f"their sources: {citations.get('supported', 0)} supported, {citations.get('unsupported', 0)} unsupported, "
           f"{citations.get('unchecked', 0)} unchecked")
-    if answer.exists():
-        print(f"answer ({answer}):\n{answer.read_text(encoding='utf-8')[:2000]}")
-    return 0 if meta.get("done") else 1
+    if answer.problem:  # what stood at ANSWER.md, never what a link named
+        print(f"no answer: work/{answer.problem}")
+    elif answer.exists:
+        print(f"answer ({folder.answer}):\n{answer.text[:2000]}")
+    return bool(meta.get("done"))
 
 
 @contextmanager

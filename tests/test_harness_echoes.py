@@ -51,7 +51,7 @@ def recorded_job(tmp_path: Path, answer: str) -> Path:
     session.append({"role": "assistant", "content": "The auditor's report was issued for FY2024."})
     session.append({"role": "user", "content": OLD_REQUEST})
     session.append({"role": "assistant", "content": answer})
-    JobFolder(job_dir).answer.write_text(answer + "\n", encoding="utf-8")
+    JobFolder(job_dir).create_answer(answer + "\n")
     return job_dir
 
 

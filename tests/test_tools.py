@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from conftest import catalog_result
@@ -79,6 +80,13 @@ def test_embed_texts_refuses_dataroom_and_escapes(tool_context: ToolContext, sma
     outside = refusal(tool_context, "embed_texts", {"texts": ["x"], "out": "../escape.jsonl"})
     assert "outside the working folder" in outside.text
     assert not (small_work.parent / "escape.jsonl").exists()
+
+
+def test_embed_texts_refuses_a_fifo_left_at_its_out_file(tool_context: ToolContext, small_work: Path) -> None:
+    # Opened for appending, a FIFO with no reader blocked the tool (and the run) forever.
+    os.mkfifo(small_work / "trap.jsonl")
+    refused = refusal(tool_context, "embed_texts", {"texts": ["x"], "out": "trap.jsonl"})
+    assert "FIFO" in refused.text
 
 
 def test_rerank_similarity_classify_cluster_select(tool_context: ToolContext) -> None:

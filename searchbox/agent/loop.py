@@ -80,7 +80,7 @@ class AgentLoop:
         self.started = time.monotonic()
         self._turn_deadline = float("inf")  # when the current turn passes TURN_TIMEOUT_SECONDS
         self.view = RunView(question="", offered=frozenset(s["function"]["name"] for s in toolbox.schemas()),
-                            answer_written=self.folder.answer.exists, source_texts=toolbox.source_texts)
+                            answer_written=self.folder.has_answer, source_texts=toolbox.source_texts)
         self.assists = Assists(settings, self._fired)
 
     # -- the run --------------------------------------------------------------------------
@@ -322,14 +322,15 @@ class AgentLoop:
     def _backstop_answer(self) -> None:
         """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer (or the text
         an assist gives instead)."""
-        answer = self.folder.answer
-        if answer.exists():
+        answer = self.folder.read_answer()
+        if answer.exists and answer.problem is None:
             return
+        if answer.problem:  # a link or special file left at the name: never read or written through
+            self.bus.emit(Notice(level="warning", message=f"work/{answer.problem}"))
         final = next((str(m["content"]) for m in reversed(self.session.messages)
                       if m.get("role") == "assistant" and str(m.get("content") or "").strip()), "")
         instead = self.assists.answer(self.view, final)
         if instead is not None:
-            answer.write_text(instead.strip() + "\n", encoding="utf-8")
-        elif final:
-            answer.write_text(final.strip() + "\n", encoding="utf-8")
+            self.folder.create_answer(instead.strip() + "\n")
+        elif final and self.folder.create_answer(final.strip() + "\n"):
             self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))

@@ -41,7 +41,8 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     """The score of the run in `job_dir` (work/ANSWER.md, sources.json) against `question`."""
     job_dir = Path(job_dir)
     folder = JobFolder(job_dir)
-    answer = folder.answer_text() if folder.answer.is_file() else None
+    read = folder.read_answer()  # a link or special file left at ANSWER.md is no answer
+    answer = read.text if read.exists and read.problem is None else None
     ledger = {row["id"]: row.get("path", "") for row in folder.read_sources() if isinstance(row, dict) and "id" in row}
     score: dict[str, Any] = {"id": question["id"], "type": question["type"], "question": question["question"],
                              "run": str(job_dir), "answer_found": bool(answer and answer.strip())}

@@ -1,13 +1,24 @@
-"""The run bundle: one zip of a job's records and answer, for download (the dataroom stays out)."""
+"""The run bundle: one zip of a job's records and answer, for download (the dataroom stays out).
+
+Everything under work/ may have been left by confined code, so files are read through
+records.work_files (no link followed, regular files only, sizes checked before reading); what is left
+out for that reason is named, with why, in the bundle's LEFT_OUT.txt."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import zipfile
 from pathlib import Path
 
-from searchbox.records.job_folder import JobFolder
+from searchbox.records.job_folder import ANSWER_NAME, DATAROOM_NAME, WORK_NAME, JobFolder
+from searchbox.records.work_files import ANSWER_MAX_BYTES, UntrustedFile, copy_out, open_regular_in
+
+FILE_MAX_BYTES = 64 << 20  # no record is this large; a sparse file of terabytes would pass a disk budget
+BUNDLE_MAX_BYTES = 256 << 20
+_SCRATCH = ".searchbox"
+LEFT_OUT_NAME = "LEFT_OUT.txt"
 
 
 def make_bundle(job_dir: Path) -> Path:
@@ -16,20 +27,72 @@ def make_bundle(job_dir: Path) -> Path:
     Each call writes its own hidden temporary zip, then renames it into place: calls for one job
     may overlap (a run's final download while visitors open it), and a shared temporary name had
     them truncate and move each other's file."""
-    folder = JobFolder(job_dir)
-    left_out = {folder.input_zip, folder.bundle}
-    target = folder.bundle
+    target = JobFolder(job_dir).bundle
     fd, name = tempfile.mkstemp(prefix=".bundle-", suffix=".zip.tmp", dir=job_dir)
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(job_dir.rglob("*")):
-                rel = path.relative_to(job_dir)
-                if not path.is_file() or path.is_symlink() or path in left_out or rel.name.startswith("."):
+            left_out: list[str] = []
+            total = 0
+            for rel in _candidates(job_dir):
+                try:
+                    file_fd = open_regular_in(job_dir, rel, FILE_MAX_BYTES)
+                except FileNotFoundError:
                     continue
-                if path.is_relative_to(folder.dataroom) or ".searchbox" in rel.parts:
+                except OSError as exc:
+                    left_out.append(str(exc) if isinstance(exc, UntrustedFile) else f"{rel}: {exc.strerror}")
                     continue
-                archive.write(path, rel.as_posix())
+                with os.fdopen(file_fd, "rb") as source:
+                    size = os.fstat(source.fileno()).st_size
+                    if total + size > BUNDLE_MAX_BYTES:
+                        left_out.append(f"{rel}: the bundle reached its {BUNDLE_MAX_BYTES:,} bytes")
+                        continue
+                    total += size
+                    with archive.open(rel, "w") as out:
+                        shutil.copyfileobj(source, out)
+            if left_out:
+                archive.writestr(LEFT_OUT_NAME, "Left out of this bundle:\n" + "\n".join(left_out) + "\n")
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _candidates(job_dir: Path) -> list[str]:
+    """The job's files by path relative to it, sorted: its records and what the agent left in work/, less
+    the dataroom, the sandbox's scratch, the upload, hidden files and the app's download copies."""
+    folder = JobFolder(job_dir)
+    skipped_top = {folder.input_zip.name, folder.bundle.name, folder.downloads.name}
+    found: list[str] = []
+    for folder, dirs, files in os.walk(job_dir, followlinks=False):
+        rel_folder = Path(folder).relative_to(job_dir)
+        if rel_folder == Path(WORK_NAME):
+            dirs[:] = [d for d in dirs if d not in (DATAROOM_NAME, _SCRATCH)]
+        if rel_folder == Path("."):
+            dirs[:] = [d for d in dirs if d not in skipped_top]
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            rel = (rel_folder / name).as_posix()
+            if name.startswith(".") or rel in skipped_top:
+                continue
+            found.append(rel)
+    return sorted(found)
+
+
+def answer_download(job_dir: Path) -> Path | None:
+    """A copy of work/ANSWER.md in the job's own download folder, or None when there is no answer file.
+    Raises UntrustedFile when what stands at ANSWER.md is not a regular file of answer size."""
+    folder = JobFolder(job_dir).downloads
+    folder.mkdir(exist_ok=True)
+    target = folder / ANSWER_NAME
+    fd, name = tempfile.mkstemp(prefix=".answer-", suffix=".tmp", dir=folder)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        if not copy_out(JobFolder(job_dir).work, ANSWER_NAME, tmp, ANSWER_MAX_BYTES):
+            tmp.unlink()
+            return None
         tmp.replace(target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -38,6 +101,10 @@ def make_bundle(job_dir: Path) -> Path:
 
 
 def downloads(job_dir: Path) -> tuple[str | None, str]:
-    """What a finished run offers for download: its ANSWER.md (None when it wrote none) and its bundle."""
-    answer = JobFolder(job_dir).answer
-    return (str(answer) if answer.exists() else None), str(make_bundle(job_dir))
+    """What a finished run offers for download: a copy of its ANSWER.md (None when it wrote none, or left
+    something there that is not a plain file) and its bundle."""
+    try:
+        answer = answer_download(job_dir)
+    except UntrustedFile:
+        answer = None
+    return (str(answer) if answer else None), str(make_bundle(job_dir))

@@ -7,6 +7,7 @@ with a clear error rather than misread.
 
     <job>/query.txt  config.json  input.zip  run_meta.json  timing.json  sources.json
           session.jsonl  events.jsonl  turns.jsonl  snapshots/ANSWER-t<N>.md  bundle.zip  score.json
+          download/ANSWER.md (the copy handed out)
           work/ANSWER.md  work/dataroom/ (read-only)
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json
+from searchbox.records.work_files import ANSWER_MAX_BYTES, WorkFile, create_new, entry_exists, read_bytes, read_text
 
 SCHEMA_VERSION = 1
 ANSWER_NAME = "ANSWER.md"
@@ -105,6 +107,11 @@ class JobFolder:
     def bundle(self) -> Path:
         return self.root / "bundle.zip"
 
+    @property
+    def downloads(self) -> Path:
+        """The app's own copies of work/ files it hands out (download/ANSWER.md): never a path into work/."""
+        return self.root / "download"
+
     # -- records ---------------------------------------------------------------------------------
 
     def question(self) -> str:
@@ -113,9 +120,30 @@ class JobFolder:
     def write_question(self, question: str) -> None:
         self.question_file.write_text(question.strip() + "\n", encoding="utf-8")
 
+    def read_answer(self) -> WorkFile:
+        """ANSWER.md as written so far, read as work/ must be (no link followed, size capped); its
+        `problem` says why it was not read when something else stands at the name."""
+        return read_text(self.work, ANSWER_NAME, ANSWER_MAX_BYTES)
+
     def answer_text(self) -> str:
-        """ANSWER.md as written so far; empty when there is none."""
-        return self.answer.read_text(encoding="utf-8", errors="replace") if self.answer.exists() else ""
+        """ANSWER.md's text; empty when there is none or it was refused."""
+        return self.read_answer().text
+
+    def answer_bytes(self) -> bytes | None:
+        """ANSWER.md's bytes (at most ANSWER_MAX_BYTES); None when there is no answer file or it was refused."""
+        try:
+            return read_bytes(self.work, ANSWER_NAME, ANSWER_MAX_BYTES)[0]
+        except OSError:
+            return None
+
+    def has_answer(self) -> bool:
+        """Whether anything stands at work/ANSWER.md (a link counts: it is not for the app to write through)."""
+        return entry_exists(self.work, ANSWER_NAME)
+
+    def create_answer(self, text: str) -> bool:
+        """Write ANSWER.md when there is no answer file; a link or FIFO the model left there is removed, never
+        written through. False when a file (or a folder) already holds the name."""
+        return create_new(self.work, ANSWER_NAME, text, replace_special=True)
 
     def read_meta(self) -> dict[str, Any]:
         return self._read_object(self.run_meta)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,12 +51,13 @@ class RunRecorder:
     def _turn_end(self, event: TurnEnd) -> None:
         self.turns = event.turn
         self.tokens = event.tokens
-        text = self.folder.answer_text()
-        digest = self._hash_answer()
+        data = self.folder.answer_bytes()
+        text = data.decode("utf-8", errors="replace") if data else ""
+        digest = hashlib.sha256(data).hexdigest() if data is not None else None
         changed = digest != self._answer_hash and bool(text)
-        if changed:
+        if changed:  # the bytes read, not a copy of the path: a link there is never followed
             self.folder.snapshots.mkdir(exist_ok=True)
-            shutil.copyfile(self.folder.answer, self.folder.snapshots / f"ANSWER-t{event.turn}.md")
+            (self.folder.snapshots / f"ANSWER-t{event.turn}.md").write_bytes(data or b"")
         self._answer_hash = digest
         metric = self.settings.budget_metric
         self.folder.append_turn({
@@ -92,8 +92,8 @@ class RunRecorder:
     # -- files ---------------------------------------------------------------------------------
 
     def _hash_answer(self) -> str | None:
-        answer = self.folder.answer
-        return hashlib.sha256(answer.read_bytes()).hexdigest() if answer.exists() else None
+        data = self.folder.answer_bytes()
+        return hashlib.sha256(data).hexdigest() if data is not None else None
 
     def _write_meta(self, stop_reason: str | None) -> None:
         text = self.folder.answer_text()

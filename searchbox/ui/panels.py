@@ -20,7 +20,7 @@ from searchbox.jobs.bundle import downloads
 from searchbox.records.citation_check import answer_digest
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
-from searchbox.ui.answer import render_answer, render_sources
+from searchbox.ui.answer import inert_markdown, render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.handoff import offer
 
@@ -56,7 +56,10 @@ class Problems:
 def read_answer(job_dir: Path) -> tuple[str, str]:
     """(answer Markdown with linked citations, sources HTML) from the job's files."""
     folder = JobFolder(job_dir)
-    markdown, sources = folder.answer_text(), folder.read_sources()
+    read, sources = folder.read_answer(), folder.read_sources()
+    markdown = read.text
+    if read.problem:  # the problem names only what stands there, never a link's target
+        return f"⚠️ No answer: work/{inert_markdown(read.problem)}", render_sources(sources, [])
     if not markdown:
         return "*No answer yet.*", render_sources(sources, [])
     return render_answer(markdown, sources, recorded_checks(job_dir, markdown)), render_sources(sources, cited_ids(markdown))

@@ -4,11 +4,12 @@ a diverse subset, with the run's embedding model and reranker."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from searchbox.retrieval import primitives
 from searchbox.tools.catalog.results import json_result
-from searchbox.tools.paths import confine_write
+from searchbox.tools.paths import confine_write, open_regular, relative_to_work
 from searchbox.tools.tool import ToolContext, ToolResult, tool
 
 
@@ -32,10 +33,11 @@ def embed_texts(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     vectors = ctx.engine.encoder.encode(texts, role)
     out = confine_write(ctx.work_dir, args["out"])
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a", encoding="utf-8") as handle:
+    path = relative_to_work(ctx.work_dir, out)
+    # A FIFO bash left at the name would block an append forever; a link swapped in is refused.
+    with os.fdopen(open_regular(out, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "w", encoding="utf-8") as handle:
         for text, vector in zip(texts, vectors):
             handle.write(json.dumps({"text": text, "role": role, "vector": [round(float(x), 6) for x in vector]}) + "\n")
-    path = out.relative_to(ctx.work_dir).as_posix()
     return json_result(ctx, {"path": path, "count": len(texts), "dim": int(vectors.shape[1])})
 
 

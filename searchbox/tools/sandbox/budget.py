@@ -10,7 +10,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchbox.tools.sandbox.plumbing import DATAROOM, ROOT_MOUNT, SCRATCH
+from searchbox.tools.sandbox.plumbing import DATAROOM
 
 
 
@@ -29,9 +29,12 @@ class Entry:
 
 
 def measure(work: Path) -> tuple[Usage, list[Entry]]:
-    """What work/ holds outside dataroom/ (and the namespace level's empty mount point)."""
+    """What work/ holds outside dataroom/. Only the dataroom is left out by name, and it is the real one:
+    the runner puts a renamed dataroom back before the budget is enforced. Everything else counts,
+    whatever its name (the namespace level's mount point is an empty folder on the host; skipped by
+    name, bash could move it aside and fill a new folder of that name past the budget)."""
     entries: list[Entry] = []
-    skip = {DATAROOM, f"{SCRATCH}/{ROOT_MOUNT}"}
+    skip = {DATAROOM}
     todo = [""]
     while todo:
         rel = todo.pop()
