@@ -294,7 +294,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """A sweep's (or retrieval evaluation's) report: FOLDER/report.html and a PNG per chart in FOLDER/charts."""
     from searchbox.evaluation.report import write_report
 
-    page = write_report(Path(args.folder), on_note=print)
+    page = write_report(Path(args.folder), on_note=print, pool_harnesses=args.pool_harnesses)
     print(f"report written to {page}")
     return 0
 
@@ -411,6 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     ablate.set_defaults(func=cmd_ablate)
     report = sub.add_parser("report", help="an HTML report with charts (and PNGs) of a sweep or retrieval-eval folder")
     report.add_argument("folder", metavar="FOLDER", help="a folder with results.jsonl (ablate) and/or retrieval.json (retrieval-eval)")
+    report.add_argument("--pool-harnesses", action="store_true",
+                        help="pool an entry's runs of different harnesses (version, commit, assists, parser): "
+                             "by default each is reported apart")
     report.set_defaults(func=cmd_report)
     conformance = sub.add_parser("conformance", help="tool-call conformance of models on fixed situations of the agent loop")
     conformance.add_argument("--model", action="append", default=[], metavar="SPEC",

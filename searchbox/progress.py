@@ -9,8 +9,8 @@ import json
 import sys
 from typing import TextIO
 
-from searchbox.records.events import (Compaction, Delta, Event, Notice, RunStart, StepEnd, Stop, ToolEnd, ToolStart,
-                                      TurnEnd, TurnStart)
+from searchbox.records.events import (AssistFired, Compaction, Delta, Event, Notice, RunStart, StepEnd, Stop, ToolEnd,
+                                      ToolStart, TurnEnd, TurnStart)
 
 _ARG_CHARS = 90
 
@@ -56,6 +56,9 @@ class ProgressPrinter:
                 return f"  step {event.step}: {u['input']:,} in / {u['output']:,} out tokens, {llm_ms / 1000:.1f}s{said}"
             case Compaction(tokens_before=tokens_before, compactions=n):
                 return f"  compacted the context ({tokens_before:,} tokens before; compaction {n})"
+            case AssistFired(assist=assist, hook=hook, sent=sent):
+                said = " ".join(sent.split())
+                return f"  + assist {assist} ({hook}): {said if len(said) <= _ARG_CHARS else said[:_ARG_CHARS - 1] + '…'}"
             case Notice(message=message):
                 return f"  ! {message}"
             case TurnEnd(tool_calls=calls, tokens=t, seconds=seconds):

@@ -58,6 +58,13 @@ EFFORT_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# The assists the agent loop may run (agent/assists/, one module each), in the order they are consulted.
+ASSIST_NAMES = ("forced_tool", "force_tool_steps", "empty_reply", "ask_sources", "source_hint", "keep_answer",
+                "repeat_guard", "wrap_up")
+# Assists with a knob of their own, named like it: set by the user (to a value that does something), it turns them on.
+_ASSISTS_WITH_A_KNOB = frozenset({"force_tool_steps", "forced_tool"})
+
+
 # Every knob some preset sets: switching presets resets them to the new preset's values or defaults.
 _PRESET_KNOBS = sorted({key for bundle in RETRIEVAL_PRESETS.values() for key in bundle})
 
@@ -121,9 +128,13 @@ class Settings:
     max_steps_per_turn: int = knob(
         40, "LLM responses per turn before the turn is ended (unless set, the built-in runtime's model preset fits it)"
     )
+    harness_assists: str = knob(
+        "", "the assists of the agent loop that are on, a comma list of " + ", ".join(ASSIST_NAMES) + " (empty: the "
+        "minimal loop); unless set, the built-in runtime's model preset fits it (all of them for the packaged models)"
+    )
     force_tool_steps: int = knob(
-        0, "the first N steps of each turn must call a tool (tool_choice=required); helps small models start searching "
-        "(unless set, the built-in runtime's model preset fits it: 1 for the packaged models)"
+        1, "with the force_tool_steps or forced_tool assist: how many first steps of a turn must call a tool "
+        "(0 turns both off; set, it turns force_tool_steps on)"
     )
     tool_output_bytes: int = knob(
         50 * 1024, "the most one tool result adds to the context, in bytes (built-ins also stop at 2000 lines); "
@@ -135,9 +146,8 @@ class Settings:
         choices=("full", "brief"),
     )
     forced_tool: str = knob(
-        "", "the tool that the FORCE_TOOL_STEPS steps of turn 1 must call when the run offers it (later turns, empty, "
-        "or not on offer: any tool); unless set, the built-in runtime's model preset fits it (search_dataroom for "
-        "the packaged models)"
+        "search_dataroom", "with the forced_tool assist: the tool turn 1's forced steps must call when the run offers "
+        "it (empty turns the assist off; set, it turns it on)"
     )
     citation_quotes: bool = knob(
         False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "
@@ -272,7 +282,20 @@ class Settings:
         """The derived knobs and their values, under their environment-variable names, as a run records them."""
         return {name.upper(): getattr(self, name) for name in sorted(self.derived)}
 
+    @property
+    def assists(self) -> tuple[str, ...]:
+        """The assists that are on, in ASSIST_NAMES order: those HARNESS_ASSISTS names, and force_tool_steps or
+        forced_tool when the user set its knob; neither with FORCE_TOOL_STEPS=0, nor forced_tool with no FORCED_TOOL."""
+        on = set(assist_names(self.harness_assists))
+        on |= _ASSISTS_WITH_A_KNOB & self.explicit
+        if self.force_tool_steps == 0:
+            on -= {"force_tool_steps", "forced_tool"}
+        if not self.forced_tool:
+            on.discard("forced_tool")
+        return tuple(name for name in ASSIST_NAMES if name in on)
+
     def validate(self) -> None:
+        assist_names(self.harness_assists)
         if self.chunk_size < 100:
             raise SettingsError("CHUNK_SIZE must be at least 100 characters")
         if not 0 <= self.chunk_overlap < self.chunk_size // 2:
@@ -324,6 +347,16 @@ class Settings:
     @property
     def jobs_dir(self) -> str:
         return self.searchbox_jobs_dir or os.path.join(self.cache_dir, "jobs")
+
+
+def assist_names(value: str) -> list[str]:
+    """The names of a HARNESS_ASSISTS list; SettingsError for a name that is no assist."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ASSIST_NAMES]
+    if unknown:
+        raise SettingsError(f"HARNESS_ASSISTS names no assist {', '.join(map(repr, unknown))}; "
+                            f"the assists are {', '.join(ASSIST_NAMES)}")
+    return names
 
 
 def without_userinfo(url: str) -> str:

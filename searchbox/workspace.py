@@ -14,8 +14,9 @@ from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
 from searchbox.records.citation_check import (SourceText, UnreadableSource, answer_digest, check_answer,
-                                              citation_record, facts_held)
+                                              citation_record)
 from searchbox.records.citations import cited_ids
+from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine, job_encoder
@@ -39,7 +40,7 @@ class Workspace:
     _engine: RetrievalEngine | None = None
     _encoder: Encoder | None = None
     _support_error: str | None = None
-    _checked: tuple[str, int, dict[str, Any]] | None = None  # (answer digest, ledger size, record)
+    _checked: tuple[tuple[Any, ...], dict[str, Any]] | None = None  # ((answer digest, ledger size, echoes), record)
 
     @classmethod
     def create(cls, job_dir: Path, source: Path, settings: Settings) -> Workspace:
@@ -94,22 +95,30 @@ class Workspace:
 
     def check_citations(self, answer: str) -> dict[str, Any]:
         """What run_meta.json records under "citations": the answer's ids against the ledger, and each citation checked
-        against its source's text (records/citation_check.py). Redone only when the answer or the ledger changed."""
+        against its source's text (records/citation_check.py), all on the answer without the text it only echoed
+        from the harness's messages (records/echoes.py), which earns nothing. Redone only when the answer, the
+        ledger or those echoes changed."""
         sources = {s.id: s for s in self.ledger.sources()}
-        digest = answer_digest(answer)
-        if self._checked is not None and self._checked[:2] == (digest, len(sources)):
-            return self._checked[2]
-        ids = cited_ids(answer)
-        checks = check_answer(answer, set(sources), self._source_texts(sources), self._support)
+        echoes = job_echoes(answer, self.job_dir)
+        key = (answer_digest(answer), len(sources), tuple(echoes.spans))
+        if self._checked is not None and self._checked[0] == key:
+            return self._checked[1]
+        scored = echoes.scored
+        ids = cited_ids(scored)
+        checks = check_answer(scored, set(sources), self._source_texts(sources), self._support)
+        own = echoes.occurrences()
+        for check in checks:  # numbered as the answer's own markers, which the answer panel marks
+            check.occurrence = own[check.id][check.occurrence]
         scored_by = embedding_cache_name(self.settings) if checks and self._support_error is None else None
         record = citation_record(answer, ids, [i for i in ids if i not in sources], checks, scored_by)
+        record["harness_echoes"] = echoes.record()
         if self._support_error is not None:
             record["score_error"] = self._support_error
-        self._checked = (digest, len(sources), record)
+        self._checked = (key, record)
         return record
 
-    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
-        """Where an uncited answer's content came from, among these sources (records.citation_check.facts_held)."""
+    def source_texts(self, ids: list[str]) -> dict[str, str]:
+        """The texts of these ledger sources, in the order given; those that cannot be read are left out."""
         sources = {s.id: s for s in self.ledger.sources() if s.id in ids}
         text_of = self._source_texts(sources)
         texts = {}
@@ -118,7 +127,7 @@ class Workspace:
                 texts[source_id] = text_of(source_id)
             except UnreadableSource:
                 continue
-        return facts_held(text, texts)
+        return texts
 
     def _source_texts(self, sources: dict[str, Source]) -> SourceText:
         """Source id -> its text, each file extracted once (from the loaded corpus when there is one)."""

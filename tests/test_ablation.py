@@ -55,7 +55,8 @@ MATRIX = {"entries": [
 ]}
 TIMING_FIELDS = ("wall_s",)
 ROW_FIELDS = {"entry", "question_id", "type", "repeat", "seed", "overrides", "endpoint", "stop_reason", "done", "turns", "budget",
-              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "score", "job_dir"}
+              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "harness", "assist_firings",
+              "score", "job_dir"}
 
 
 def answer_from_content(body: dict[str, Any]) -> Reply:
@@ -110,6 +111,9 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
         assert (baseline / row["job_dir"] / "run_meta.json").exists()
         assert row["job_dir"] == f"runs/{row['entry']}/{row['question_id']}"
         assert (row["repeat"], row["seed"]) == (1, 1)  # without repeats too, every run records its seed
+        meta = read_json(baseline / row["job_dir"] / "run_meta.json")
+        assert row["harness"] == meta["harness"] and row["harness"]["name"] == "native"  # each row names its harness
+        assert row["assist_firings"] == meta["assist_firings"]
 
     kw, forced = rows[0], rows[3]
     assert kw["overrides"] == {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}

@@ -16,7 +16,10 @@ from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, ToolEnd
-from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE, EMPTY_REPLY, cite_sources
+from searchbox.agent.assists.ask_sources import ask_sources
+from searchbox.agent.assists.empty_reply import EMPTY_REPLY
+from searchbox.agent.assists.wrap_up import WRAP_UP
+from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
@@ -106,15 +109,16 @@ def test_one_turn_with_tools_writes_every_record(job, tmp_path: Path) -> None:
 def test_an_empty_reply_is_asked_again_once_per_turn(job, tmp_path: Path) -> None:
     script = [Reply(tool_calls=[call("ls", path="dataroom")]), Reply(text=""), Reply(text="The lease ends in 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
-        reason, job_dir = run(job, endpoint, tmp_path)
+        reason, job_dir = run(job, endpoint, tmp_path, harness_assists="empty_reply")
         last = endpoint.requests[-1].body["messages"]
     assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": EMPTY_REPLY}
     assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "The lease ends in 2029 [s1]."
-    notices = [e["message"] for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == "notice"]
-    assert "the reply was empty: the model was asked again" in notices
+    fired = [(e["assist"], e["hook"], e["sent"]) for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == "assist"]
+    assert fired == [("empty_reply", "follow_up", EMPTY_REPLY)]
+    assert read_json(job_dir / "run_meta.json")["assist_firings"] == {"empty_reply": 1}
 
     with ScriptedEndpoint([Reply(text=""), Reply(text=""), Reply(text="never asked for")]) as endpoint:
-        run((tmp_path / "job2", job[1]), endpoint, tmp_path)
+        run((tmp_path / "job2", job[1]), endpoint, tmp_path, harness_assists="empty_reply")
         assert len(endpoint.requests) == 2  # asked once more, then the turn ends
 
 
@@ -122,19 +126,19 @@ def test_an_answer_that_cites_nothing_is_asked_for_its_sources_once(job, tmp_pat
     script = [Reply(tool_calls=[call("read", path="dataroom/legal/lease.txt")]), Reply(text="It ends in 2029."),
               Reply(text="It ends in 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
-        reason, job_dir = run(job, endpoint, tmp_path)
+        reason, job_dir = run(job, endpoint, tmp_path, harness_assists="ask_sources")
         last = endpoint.requests[-1].body["messages"]
-    assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": cite_sources(["s1"], {"s1": ["2029"]})}
+    assert reason == "first_turn_done" and last[-1] == {"role": "user", "content": ask_sources(["s1"])}
     assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "It ends in 2029 [s1]."
     assert read_json(job_dir / "run_meta.json")["citations"]["valid"] == 1
 
     # Asked once: a second uncited answer stands; and with no source shown, nothing is asked.
     with ScriptedEndpoint([Reply(tool_calls=[call("read", path="dataroom/legal/lease.txt")]), Reply(text="2029."),
                            Reply(text="Still 2029."), Reply(text="never asked for")]) as endpoint:
-        run((tmp_path / "job2", job[1]), endpoint, tmp_path)
+        run((tmp_path / "job2", job[1]), endpoint, tmp_path, harness_assists="ask_sources")
         assert len(endpoint.requests) == 3
     with ScriptedEndpoint([Reply(tool_calls=[call("ls", path="dataroom")]), Reply(text="Five files.")]) as endpoint:
-        run((tmp_path / "job3", job[1]), endpoint, tmp_path)
+        run((tmp_path / "job3", job[1]), endpoint, tmp_path, harness_assists="ask_sources")
         assert len(endpoint.requests) == 2
 
 
@@ -210,7 +214,7 @@ def test_a_repeated_identical_call_gets_a_nudge(job, tmp_path: Path) -> None:
     script = [same, same, same, same, Reply(text="The lease ends in 2029.")]
     events: list[Event] = []
     with ScriptedEndpoint(script) as endpoint:
-        run(job, endpoint, tmp_path, events=events)
+        run(job, endpoint, tmp_path, events=events, harness_assists="repeat_guard")
     ends = [e for e in events if isinstance(e, ToolEnd)]
     assert [e.is_error for e in ends] == [False, False, True, True]
     assert "already called grep" in ends[2].preview
@@ -367,15 +371,13 @@ def test_events_stream_to_listeners_while_the_run_goes(job, tmp_path: Path) -> N
 
 
 def test_a_turn_cut_at_its_step_limit_still_ends_with_an_answer(job, tmp_path: Path) -> None:
-    from searchbox.agent.prompts import WRAP_UP
-
     def answer(body: dict[str, Any]) -> Reply:
         if not body.get("tools"):
             return Reply(text="Best answer so far: 31 March 2029.")
         return Reply(tool_calls=[call("grep", pattern=f"lease{len(body['messages'])}")])
 
     with ScriptedEndpoint(default=answer) as endpoint:
-        reason, job_dir = run(job, endpoint, tmp_path, max_steps_per_turn=2)
+        reason, job_dir = run(job, endpoint, tmp_path, max_steps_per_turn=2, harness_assists="wrap_up")
         last = endpoint.requests[-1].body
     assert reason == "first_turn_done" and len(endpoint.requests) == 3
     assert "tools" not in last and last["messages"][-1] == {"role": "user", "content": WRAP_UP}

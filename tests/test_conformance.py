@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from scripted_endpoint import Fault, Reply, ScriptedEndpoint
-from searchbox.agent.prompts import HARNESS, WRAP_UP
+from searchbox.agent.assists.wrap_up import WRAP_UP
+from searchbox.agent.prompts import HARNESS
 from searchbox.cli import main
 from searchbox.evaluation.conformance import ModelReport, check_models, run_probes
 from searchbox.evaluation.probes import Situation, build_situations, load_probes

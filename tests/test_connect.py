@@ -21,10 +21,10 @@ from searchbox.llm.connect import connect_for_run
 from searchbox.llm.errors import PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
-from searchbox.llm.presets import PRESETS, find_preset, fit_limits, pick_preset
+from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
-from searchbox.settings import Settings, knob_docs
+from searchbox.settings import ASSIST_NAMES, Settings, knob_docs
 
 NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
 # The module, not the function searchbox.llm re-exports under the same name.
@@ -72,16 +72,20 @@ def test_limits_come_from_the_preset_unless_the_user_set_them() -> None:
     fitted, notes = fit_limits(Settings.resolve(env={}), preset)
     assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (16384, 2048, 12)
     assert fitted.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
-                                       "FORCE_TOOL_STEPS": 1, "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",
-                                       "FORCED_TOOL": "search_dataroom"}
-    assert notes == []
+                                       "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
+                                       "TOOL_DESCRIPTIONS": "brief"}
+    assert fitted.assists == ASSIST_NAMES and notes == []  # a small model gets every assist
 
     mine = Settings.resolve(env={"MAX_OUTPUT_TOKENS": "300", "CONTEXT_WINDOW": "24000", "FORCE_TOOL_STEPS": "0",
                                  "TOOL_OUTPUT_BYTES": "51200", "TOOL_DESCRIPTIONS": "full"})
     fitted, notes = fit_limits(mine, preset)
     assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (24000, 300, 12)
     assert (fitted.force_tool_steps, fitted.tool_output_bytes, fitted.tool_descriptions) == (0, 51200, "full")
-    assert fitted.derived_config() == {"MAX_STEPS_PER_TURN": 12, "FORCED_TOOL": "search_dataroom"} and notes == []
+    assert fitted.derived_config() == {"MAX_STEPS_PER_TURN": 12, "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS} and notes == []
+    assert "force_tool_steps" not in fitted.assists and "forced_tool" not in fitted.assists  # FORCE_TOOL_STEPS=0 is the user's
+    # The user's own assists, even none, are never replaced by the preset's.
+    fitted, _ = fit_limits(Settings.resolve(env={"HARNESS_ASSISTS": ""}), preset)
+    assert fitted.assists == () and "harness_assists" not in fitted.derived
 
     # Past what the model takes, the user's window is capped, with a note, and recorded as derived.
     fitted, notes = fit_limits(Settings.resolve(env={}, context_window=100_000), preset)
@@ -114,8 +118,8 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     assert connection.model.context_window == 16384
     settings = connection.settings
     assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
-                                         "FORCE_TOOL_STEPS": 1, "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",
-                                       "FORCED_TOOL": "search_dataroom"}
+                                         "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
+                                         "TOOL_DESCRIPTIONS": "brief"}
     [fallback] = notes  # one note says what auto picked and why it fell back
     assert fallback.startswith("LLM_GGUF=auto picked unsloth/Qwen3-1.7B-GGUF") and ", but unsloth/Qwen3-1.7B" in fallback
     assert "HF_HUB_OFFLINE is set" in fallback and f"falling back to {PACKAGED_QWEN_15B}" in fallback
@@ -187,8 +191,9 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
         sent = endpoint.requests[0].body
     assert sent["max_tokens"] == 1024
     meta = read_json(job_dir / "run_meta.json")
-    # Steps per turn were the user's; a small model's turn starts with a forced tool step.
-    assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024, "FORCE_TOOL_STEPS": 1,
-                               "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief", "FORCED_TOOL": "search_dataroom"}
+    # Steps per turn were the user's; a small model gets the assists (its turn starts with a forced tool step).
+    assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024, "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS,
+                               "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief"}
+    assert meta["harness"]["assists"] == list(ASSIST_NAMES) and sent["tool_choice"] == "required"
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}

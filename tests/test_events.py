@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 
-from searchbox.records.events import (EVENT_TYPES, SCHEMA_VERSION, Compaction, Delta, Event, EventBus, Notice,
+from searchbox.records.events import (EVENT_TYPES, SCHEMA_VERSION, AssistFired, Compaction, Delta, Event, EventBus, Notice,
                                       RunStart, StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart,
                                       check_event_types, load_events)
 from searchbox.records.stats import RunStats
@@ -25,6 +25,7 @@ ONE_OF_EACH: list[Event] = [
             duration_ms=3.5, is_error=False, preview="a.txt", details={"entries": 1}, gist="1 entry"),
     Compaction(tokens_before=1900, first_kept=4, compactions=1, summary_chars=120),
     Notice(level="warning", message="careful"),
+    AssistFired(assist="ask_sources", hook="follow_up", sent="Your answer cites no source."),
     TurnEnd(tool_calls=1, tokens={"input": 10, "total": 12}, compactions=1, seconds=0.5),
     Stop(reason="budget_spent", turns=3, done=True, tokens={"input": 10, "total": 12}),
 ]

@@ -11,7 +11,7 @@ from dataroom_factories import make_docx, make_pdf
 
 from conftest import SMALL_DATAROOM, write_tree
 from scripted_endpoint import Reply, ScriptedEndpoint
-from searchbox.agent.prompts import cite_sources
+from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.run import run_job
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.jobs.job import create_job
@@ -158,14 +158,15 @@ def test_a_grep_only_run_cites_what_it_found_and_the_panels_show_it(tmp_path: Pa
               Reply(text="The lease runs until 31 March 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
         settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
-                                    retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"))
+                                    retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"),
+                                    harness_assists="ask_sources")
         job_dir = tmp_path / "job"
         create_job(job_dir, "When does the office lease end?", source_dir, settings)
         run_job(job_dir, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=2, backoff_s=0.01), [])
         requests = [r.body["messages"] for r in endpoint.requests]
     tool_message = next(m for m in requests[1] if m["role"] == "tool")
     assert tool_message["content"].startswith("[s1] dataroom/legal/lease.txt:1:The office lease at 14 Harbour Street")
-    assert requests[2][-1] == {"role": "user", "content": cite_sources(["s1"], {"s1": ["31 March 2029"]})}  # the loop saw that grep showed s1
+    assert requests[2][-1] == {"role": "user", "content": ask_sources(["s1"])}  # the loop saw that grep showed s1
     meta = read_json(job_dir / "run_meta.json")
     assert meta["tool_counts"] == {"grep": 1}
     citations = meta["citations"]

@@ -1,6 +1,8 @@
 """The turn loop's decisions, driven by an in-process scripted model (tests/fake_model.py): which
-tool_choice each step gets, when the model is asked again, when a turn ends. Real job folders and real
-tools; no endpoint. What the HTTP path adds (streaming, retries, faults) is in test_agent_loop.py."""
+tool_choice each step gets, when the model is asked again, when a turn ends, with the assists that
+decide them turned on (HARNESS_ASSISTS); the minimal loop without them is in test_assists.py. Real job
+folders and real tools; no endpoint. What the HTTP path adds (streaming, retries, faults) is in
+test_agent_loop.py."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from fake_model import FakeChatModel, Said
-from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, cite_sources
+from searchbox.agent.assists.ask_sources import ask_sources
+from searchbox.agent.assists.empty_reply import EMPTY_REPLY
+from searchbox.agent.assists.wrap_up import WRAP_UP
+from searchbox.agent.prompts import CONTINUE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.records.job_folder import JobFolder
@@ -50,11 +55,11 @@ def test_turn_1_s_forced_step_names_the_forced_tool_and_later_turns_let_the_mode
 def test_an_empty_reply_and_an_uncited_answer_are_each_asked_again_once(tmp_path, source) -> None:
     model = FakeChatModel([Said(calls=[("read", {"path": "dataroom/legal/lease.txt"})]), Said(""),
                            Said("It ends in 2029."), Said("It ends in 2029.")])
-    reason, folder = run(tmp_path, source, model)
+    reason, folder = run(tmp_path, source, model, harness_assists="empty_reply,ask_sources,source_hint")
     assert reason == "first_turn_done" and len(model.requests) == 4
     asked = [r.messages[-1]["content"] for r in model.requests[2:]]
-    assert asked == [EMPTY_REPLY, cite_sources(["s1"], {"s1": ["2029"]})]  # the second uncited answer stands
-    assert "[s1] shows “2029”" in asked[1]  # the id that holds the answer's figure is named
+    # The second uncited answer stands; the id that holds the answer's figure is named by source_hint.
+    assert asked == [EMPTY_REPLY, ask_sources(["s1"]) + " Of the sources shown, [s1] shows “2029”."]
     assert folder.answer_text().strip() == "It ends in 2029."
 
 
@@ -64,17 +69,16 @@ def test_the_request_for_sources_names_the_shown_source_that_holds_the_answer_s_
                                        ("read", {"path": "dataroom/legal/lease.txt"})]),
                            Said("The lease at 14 Harbour Street runs until 31 March 2029."),
                            Said("The lease runs until 31 March 2029 [s2].")])
-    reason, folder = run(tmp_path, source, model)
+    reason, folder = run(tmp_path, source, model, harness_assists="ask_sources,source_hint")
     asked = model.requests[2].messages[-1]["content"]
-    assert asked == cite_sources(["s1", "s2"], {"s2": ["31 March 2029", "14", "Harbour Street"]})
-    assert "[s1], [s2]; of these, [s2] shows “31 March 2029”, “14”, “Harbour Street”." in asked
+    assert asked == (ask_sources(["s1", "s2"]) + " Of the sources shown, [s2] shows “14 Harbour Street”, “31 March 2029”.")
     assert folder.answer_text().strip() == "The lease runs until 31 March 2029 [s2]."
 
 
 def test_the_third_identical_call_in_a_row_is_answered_with_a_nudge_not_run(tmp_path, source) -> None:
     same = Said(calls=[("keyword_search", {"query": "lease"})])
     model = FakeChatModel([same, same, same, Said("2029 [s1].")])
-    run(tmp_path, source, model)
+    run(tmp_path, source, model, harness_assists="repeat_guard")
     results = [m for m in model.requests[-1].messages if m["role"] == "tool"]
     assert len(results) == 3 and results[0]["content"] == results[1]["content"]
     assert results[2]["content"].startswith("You already called keyword_search with exactly these arguments 3 times")
@@ -83,7 +87,7 @@ def test_the_third_identical_call_in_a_row_is_answered_with_a_nudge_not_run(tmp_
 def test_a_turn_at_its_step_limit_ends_with_a_response_offered_no_tools(tmp_path, source) -> None:
     model = FakeChatModel([Said(calls=[("ls", {"path": "dataroom"})]), Said(calls=[("ls", {"path": "dataroom/legal"})]),
                            Said("The lease ends in 2029 [s1].")])
-    reason, folder = run(tmp_path, source, model, max_steps_per_turn=2)
+    reason, folder = run(tmp_path, source, model, max_steps_per_turn=2, harness_assists="wrap_up")
     assert reason == "first_turn_done"
     last = model.requests[-1]
     assert last.messages[-1] == {"role": "user", "content": WRAP_UP} and last.tools == []
@@ -94,9 +98,9 @@ def test_a_reply_to_the_request_for_sources_that_cites_none_does_not_replace_the
     read = Said(calls=[("read", {"path": "dataroom/legal/lease.txt"})])
     model = FakeChatModel([read, Said("The lease ends on 31 March 2029."),
                            Said("Sorry, but you didn't provide the id of the source that I used.")])
-    _, folder = run(tmp_path, source, model)
+    _, folder = run(tmp_path, source, model, harness_assists="ask_sources,keep_answer")
     assert folder.answer_text().strip() == "The lease ends on 31 March 2029."
     # A reply that does cite is the answer.
     model = FakeChatModel([read, Said("The lease ends on 31 March 2029."), Said("It ends on 31 March 2029 [s1].")])
-    _, folder = run(tmp_path, source, model, name="job2")
+    _, folder = run(tmp_path, source, model, name="job2", harness_assists="ask_sources,keep_answer")
     assert folder.answer_text().strip() == "It ends on 31 March 2029 [s1]."

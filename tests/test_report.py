@@ -127,6 +127,29 @@ def test_every_chart_has_data(sweep: Path) -> None:
     assert dict(zip(tools["bash: grep"].y, tools["bash: grep"].x))["no_tools_b1"] == 2
 
 
+def test_runs_under_different_harnesses_are_apart_unless_pooled(tmp_path: Path) -> None:
+    """A sweep resumed with other code, or other assists, must not pool its runs into one figure."""
+    old = {"name": "native", "version": "0.1.0", "commit": "a" * 40, "assists": [], "tool_call_parsing": "strict"}
+    new = {**old, "commit": "b" * 40, "assists": ["ask_sources", "wrap_up"]}
+    rows = [result_row("baseline", 0, "literal") | {"harness": old},
+            result_row("baseline", 1, "literal") | {"harness": new, "assist_firings": {"ask_sources": 2, "wrap_up": 0}},
+            result_row("baseline", 2, "literal") | {"harness": new, "assist_firings": {"ask_sources": 1, "wrap_up": 1}},
+            result_row("no_tools_b1", 0, "literal")]  # recorded before runs named their harness: one harness
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = summary_table(load_results(folder))
+    assert list(table["entry"]) == ["baseline [native 0.1.0 @aaaaaaaa; assists: none; parsing: strict]",
+                                    "baseline [native 0.1.0 @bbbbbbbb; assists: ask_sources, wrap_up; parsing: strict]",
+                                    "no_tools_b1"]
+    assert list(table["runs"]) == [1, 2, 1]
+    assert list(table["assist firings"]) == ["none", "ask_sources 1.5, wrap_up 0.5", "none"]
+    pooled = summary_table(load_results(folder, pool_harnesses=True))
+    assert list(pooled["entry"]) == ["baseline", "no_tools_b1"] and list(pooled["runs"]) == [3, 1]
+    text = write_report(folder, pool_harnesses=False).read_text()
+    assert "assist firings" in text and "@bbbbbbbb" in text
+
+
 def test_every_chart_shows_no_data_on_empty_input() -> None:
     empty = results_frame([])
     figures = [charts.score_by_type(empty), charts.budget_curve(empty), charts.tool_usage(empty), charts.cost(empty),

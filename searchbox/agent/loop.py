@@ -1,9 +1,12 @@
-"""The turn loop (SPEC 2.3).
+"""The turn loop (SPEC 2.3): the minimal harness, and the hooks where assists act.
 
 A turn is one user message followed by the agent working until it is idle (a response with no tool
-calls); a step is one LLM response plus the tools it called. With force-budget off the run stops
-after turn 1 (first_turn_done); on, it sends "Continue." until the budget is spent (budget_spent).
-After each turn, when ANSWER.md does not exist, the final non-thinking text is written to it.
+calls); a step is one LLM response plus the tools it called. The question is sent once. With
+force-budget off the run stops after turn 1 (first_turn_done); on, it sends "Continue." until the
+budget is spent (budget_spent). After each turn, when ANSWER.md does not exist, the final
+non-thinking text is written to it (the backstop). Compaction, the per-turn timeout, the step limit
+and the run's ceiling keep a run within its window and finite. Nothing else decides what the model
+sees, unless an assist is on (agent/assists/, HARNESS_ASSISTS); each firing is an `assist` event.
 Everything the loop does leaves as events on the bus and lines in the session file.
 """
 
@@ -15,22 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from searchbox.agent.assists import Assists
+from searchbox.agent.assists.base import RunView
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
-from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, Compaction, Delta, EventBus, Notice, RunStart, StepEnd, StepStart,
-                                      Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events)
-from searchbox.agent.prompts import CONTINUE, EMPTY_REPLY, WRAP_UP, cite_sources, system_prompt
+from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, AssistFired, Compaction, Delta, EventBus, Notice, RunStart,
+                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events)
+from searchbox.agent.prompts import CONTINUE, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
-from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.cancel import Cancelled
 from searchbox.tools.gist import result_gist
 from searchbox.tools.tool import ToolResult
-
-_REPEAT_LIMIT = 2  # identical calls in a row that run; the next is answered with a nudge instead
 
 
 class Toolbox(Protocol):
@@ -38,8 +40,8 @@ class Toolbox(Protocol):
 
     def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult: ...
 
-    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
-        """For each of these source ids that holds any of the text's names, dates or amounts, those."""
+    def source_texts(self, ids: list[str]) -> dict[str, str]:
+        """The texts of these source ids, those that can be read."""
 
 
 class _TurnOver(Exception):
@@ -77,14 +79,16 @@ class AgentLoop:
                                tool_calls=self.session.tool_results())
         self.started = time.monotonic()
         self._turn_deadline = float("inf")  # when the current turn passes TURN_TIMEOUT_SECONDS
-        self._recent_calls: list[str] = []
-        self._sources_shown: list[str] = []  # the source ids tool results showed, in order
+        self.view = RunView(question="", offered=frozenset(s["function"]["name"] for s in toolbox.schemas()),
+                            answer_written=self.folder.has_answer, source_texts=toolbox.source_texts)
+        self.assists = Assists(settings, self._fired)
 
     # -- the run --------------------------------------------------------------------------
 
     def run(self, question: str) -> str:
         """Run (or resume) until a stop reason; returns it. Never raises for LLM or tool trouble."""
         resumed = bool(self.session.messages)
+        self.view.question = question
         self.bus.emit(RunStart(resumed=resumed, turns_done=self.state.turn, model=self.model.model_id,
                                context_window=self.settings.context_window))
         unrecorded_turn = False
@@ -122,6 +126,9 @@ class AgentLoop:
                 self.bus.step = self.state.step  # the turn's last response, as the events before the stop said
             else:
                 self.bus.emit(TurnStart(budget=self.settings.turn_budget))
+                self.view.turn = self.state.turn
+                self.view.asked_again.clear()
+                self.assists.turn_start(self.view)
                 try:
                     self._steps(turn_started)
                 except _TurnOver as over:
@@ -140,52 +147,29 @@ class AgentLoop:
     def _steps(self, turn_started: float) -> None:
         self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
         self._finish_interrupted_step()
-        nudged = False
-        uncited = None  # the answer that was asked for its sources, until the model's next reply
-        asked_for_citations = False
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
                 raise _TurnOver(f"turn {self.state.turn} passed TURN_TIMEOUT_SECONDS and was ended")
             self.state.step += 1
             self.bus.step = self.state.step
-            response = self._respond(self._forced_choice() if step_in_turn <= self.settings.force_tool_steps else "auto")
+            self.view.step_in_turn = step_in_turn
+            response = self._respond(self.assists.tool_choice(self.view))
             if not response.tool_calls:
-                if not response.text.strip() and not nudged:
-                    nudged = True
-                    self._ask_again(EMPTY_REPLY, "the reply was empty: the model was asked again")
-                    continue
-                if self._uncited(response.text) and not asked_for_citations:
-                    asked_for_citations, uncited = True, response.text
-                    self._ask_again(cite_sources(self._sources_shown, self.toolbox.facts_shown(response.text, self._sources_shown)),
-                                    "the answer cited no source: the model was asked to cite")
-                    continue
-                if uncited is not None and not cited_ids(response.text):
-                    self._keep_answer(uncited)
-                return
-            uncited = None  # the model searched again: its next answer stands on its own
+                follow_up = self.assists.follow_up(self.view, response.text)
+                if follow_up is None:
+                    return  # idle: the turn is over
+                self.view.asked_again.append(response.text)
+                self.session.append({"role": "user", "content": follow_up})
+                continue
+            self.view.asked_again.clear()  # the model searched again: its next answer stands on its own
             for call in response.tool_calls:
                 self._check_stop()
                 self._run_tool(call)
         raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
 
-    def _forced_choice(self) -> ToolChoice:
-        """A forced step of turn 1 calls FORCED_TOOL when the run offers it; any other forced step calls
-        a tool of the model's choosing. Forced to search again at each Continue, the 1.5B sent the
-        identical search every turn and a forced budget bought nothing."""
-        offered = {schema["function"]["name"] for schema in self.toolbox.schemas()}
-        if self.state.turn == 1 and self.settings.forced_tool in offered:
-            return {"type": "function", "function": {"name": self.settings.forced_tool}}
-        return "required"
-
-    def _ask_again(self, prompt: str, notice: str) -> None:
-        self.bus.emit(Notice(level="warning", message=notice))
-        self.session.append({"role": "user", "content": prompt})
-
-    def _uncited(self, reply: str) -> bool:
-        """The reply is the answer (the model wrote no ANSWER.md), tools showed sources, and it cites none."""
-        return (bool(reply.strip()) and self._sources_shown and not cited_ids(reply)
-                and not self.folder.has_answer())
+    def _fired(self, assist: str, hook: str, sent: str) -> None:
+        self.bus.emit(AssistFired(assist=assist, hook=hook, sent=sent))
 
     def _finish_interrupted_step(self) -> None:
         """Run the tool calls a stopped run left without results (a pause or preemption between a
@@ -221,9 +205,12 @@ class AgentLoop:
         return started
 
     def _wrap_up(self) -> None:
-        """A turn cut short still ends with an answer: one more response, with no tools on offer."""
+        """A turn cut short: an assist may ask for one more response, with no tools on offer."""
+        message = self.assists.turn_cut(self.view)
+        if message is None:
+            return
         self._check_stop()
-        self.session.append({"role": "user", "content": WRAP_UP})
+        self.session.append({"role": "user", "content": message})
         self.state.step += 1
         self.bus.step = self.state.step
         self._respond("none")
@@ -271,26 +258,16 @@ class AgentLoop:
         raise _RunOver("error_llm", "the model's stream ended without a response")
 
     def _run_tool(self, call: ToolCall, crashed: bool = False) -> None:
-        signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True) if call.arguments is not None else call.raw_arguments}"
-        self._recent_calls.append(signature)
-        repeats = 0  # identical calls in a row, this one included
-        for previous in reversed(self._recent_calls):
-            if previous != signature:
-                break
-            repeats += 1
         self.state.tool_calls += 1
         if not crashed:  # a crashed call's tool_start is recorded already
             self.bus.emit(ToolStart(call_id=call.id, name=call.name, arguments=call.arguments or {},
                                     raw_arguments=call.raw_arguments))
         started = time.monotonic()
+        answered = None if crashed else self.assists.before_tool_call(self.view, call)
         if crashed:
             output = ToolResult.cut(call.name, Cancelled("crashed"))
-        elif repeats > _REPEAT_LIMIT:
-            output = ToolResult(
-                text=f"You already called {call.name} with exactly these arguments {repeats} times in a row; "
-                "the result is above. Try a different query or tool, or reply with your answer.",
-                is_error=True, details={"repeated": repeats},
-            )
+        elif answered is not None:
+            output = answered
         else:
             # The run's time limits cut a running tool as a pause does (the checks between calls then end
             # the turn or the run); a stop request cuts it through the same token.
@@ -303,7 +280,7 @@ class AgentLoop:
                 token.set_deadline(None)
         duration_ms = (time.monotonic() - started) * 1000
         shown = output.details.get("sources") or [output.details.get("source")]
-        self._sources_shown += [s for s in shown if s and s not in self._sources_shown]
+        self.view.sources_shown += [s for s in shown if s and s not in self.view.sources_shown]
         # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
                             ended=output.ended)
@@ -342,23 +319,18 @@ class AgentLoop:
         if time.monotonic() - self.started > self.settings.ceiling_seconds:
             raise _RunOver("ceiling_seconds")
 
-    def _keep_answer(self, answer: str) -> None:
-        """Asked only to add its sources, the model replied without any: the answer stays the one it gave
-        before. The 1.5B replaced a right answer with "Sorry, but you didn't provide the id of the source"."""
-        if not self.folder.create_answer(answer.strip() + "\n"):
-            return
-        self.bus.emit(Notice(level="info", message="the reply to the request for sources cited none: "
-                                                   "ANSWER.md keeps the answer given before it"))
-
     def _backstop_answer(self) -> None:
-        """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
+        """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer (or the text
+        an assist gives instead)."""
         answer = self.folder.read_answer()
         if answer.exists and answer.problem is None:
             return
         if answer.problem:  # a link or special file left at the name: never read or written through
             self.bus.emit(Notice(level="warning", message=f"work/{answer.problem}"))
-        for message in reversed(self.session.messages):
-            if message.get("role") == "assistant" and str(message.get("content") or "").strip():
-                if self.folder.create_answer(str(message["content"]).strip() + "\n"):
-                    self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
-                return
+        final = next((str(m["content"]) for m in reversed(self.session.messages)
+                      if m.get("role") == "assistant" and str(m.get("content") or "").strip()), "")
+        instead = self.assists.answer(self.view, final)
+        if instead is not None:
+            self.folder.create_answer(instead.strip() + "\n")
+        elif final and self.folder.create_answer(final.strip() + "\n"):
+            self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))

@@ -1,4 +1,5 @@
-"""The harness's system prompt and the task block, present every turn and never compacted."""
+"""The harness's system prompt and the task block, present every turn and never compacted; the bare
+`Continue.` of a new turn; the compaction prompt. What an assist sends is beside it in agent/assists/."""
 
 from __future__ import annotations
 
@@ -31,28 +32,6 @@ TOOLS_WITH_BASH = "There is no network. Use any tools, or build your own with ba
 TOOLS_WITHOUT_BASH = "There is no network. Use the tools you are given."
 
 CONTINUE = "Continue."
-
-# Sent once per turn when a reply held neither a tool call nor text (a small model's call the parser
-# could not read, or nothing at all), instead of ending the turn with no answer.
-EMPTY_REPLY = "Your reply was empty. Call a tool, or reply with your answer citing sources."
-
-# Sent once per turn when the reply that ends it cites nothing although tools showed sources: told
-# the rule once in the system prompt, small models answer from the passages and drop the ids. Asked
-# without the ids, the 1.5B repeated its answer uncited; given only the ids, it cited the first one
-# shown, which did not hold the fact. So the ids are named, and which of them hold the answer's names,
-# dates and amounts (the facts the citation check looks for).
-def cite_sources(shown: list[str], facts: dict[str, list[str]]) -> str:
-    ids = ", ".join(f"[{source_id}]" for source_id in shown[-8:])
-    holding = "; ".join(f"[{source_id}] shows {', '.join(f'“{fact}”' for fact in held[:3])}"
-                        for source_id, held in list(facts.items())[:4])
-    return (f"Your answer cites no source. The tool results above showed the sources {ids}"
-            + (f"; of these, {holding}" if holding else "")
-            + ". Reply with the answer again, putting after each fact the id of the source that shows it, "
-              "e.g. \"... [s1].\"")
-
-
-# Sent when a turn hits its step limit or timeout, so that it still ends with an answer.
-WRAP_UP = "This turn has used all its steps. Using what you found so far, write your answer now, citing sources."
 
 COMPACTION_INSTRUCTIONS = """Summarize the conversation above so that the work can go on without it. \
 Use exactly these headings:

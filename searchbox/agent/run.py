@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.agent.control import RunControl
+from searchbox.agent.harness import harness_record
 from searchbox.records.events import EventBus, Listener, Notice
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
@@ -27,6 +28,7 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
     if engine is not None and engine.rerank_report is not None:
         loads["rerank"] = engine.rerank_report.as_dict()
     return {
+        "harness": harness_record(settings),
         "model_id": model.model_id,
         "tools_enabled": toolbox.names,
         "backends": {

@@ -57,8 +57,8 @@ class RunToolbox:
     def schemas(self) -> list[dict[str, Any]]:
         return self._schemas
 
-    def facts_shown(self, text: str, ids: list[str]) -> dict[str, list[str]]:
-        return self.workspace.facts_shown(text, ids)
+    def source_texts(self, ids: list[str]) -> dict[str, str]:
+        return self.workspace.source_texts(ids)
 
     def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult:
         if parse_error:

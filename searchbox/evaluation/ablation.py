@@ -242,6 +242,8 @@ def build_row(entry: MatrixEntry, question: Question, job_dir: Path, out: Path, 
         "tool_counts": dict(sorted((meta.get("tool_counts") or {}).items())),
         "bash_programs": dict(sorted((meta.get("bash_programs") or {}).items())),
         "wall_s": meta.get("elapsed_seconds"),
+        "harness": meta.get("harness"),  # None: recorded before runs named their harness
+        "assist_firings": meta.get("assist_firings") or {},
         "score": {
             "verdict": None if adhoc else score["verdict"],
             "fact_recall": None if adhoc else score["fact_recall"],

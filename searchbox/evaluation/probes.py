@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchbox.agent.prompts import CONTINUE, WRAP_UP, system_prompt
+from searchbox.agent.assists.wrap_up import WRAP_UP
+from searchbox.agent.prompts import CONTINUE, system_prompt
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.llm.types import Message, Tool, ToolCall, ToolChoice, dump_arguments

@@ -25,7 +25,7 @@ from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_c
 from searchbox.records.files import read_json, read_jsonl
 
 SUMMARY_COLUMNS = ["entry", "runs", "questions", "accuracy", "95% interval", "fact recall", "citation validity",
-                   "citation precision", "supported citations", "turns", "tokens", "wall s"]
+                   "citation precision", "supported citations", "assist firings", "turns", "tokens", "wall s"]
 # Scores against a gold answer: a sweep of ad-hoc questions (ablate --query) has none of them.
 _GOLD_COLUMNS = ["accuracy", "95% interval", "fact recall", "citation precision"]
 PAIRED_COLUMNS = ["A", "B", "questions", "A wins", "A loses", "ties", "mean difference", "p (sign test)"]
@@ -39,7 +39,8 @@ _NUMERIC = ["budget", "turns", "tool_calls", "wall_s", "accuracy", "score.fact_r
             "tokens.cacheRead", "tokens.cacheWrite", "tokens.total"]
 _BASE = {"entry": "", "question_id": "", "type": None, "repeat": 1, "seed": None, "overrides": None, "budget": None,
          "force_budget": False,
-         "turns": None, "tool_calls": None, "tool_counts": None, "bash_programs": None, "wall_s": None}
+         "turns": None, "tool_calls": None, "tool_counts": None, "bash_programs": None, "wall_s": None, "harness": None}
+_FIRINGS = "assist_firings."  # the columns of firings per assist, one per assist that was on
 # The budget knobs: entries that differ only in these are one configuration, a line on the budget curve.
 _BUDGET_KNOBS = {"turn_budget", "force_budget"}
 # "high-b4f", "high_level_b4", "dense-budget-8", "x@4": a budget an entry name may end with.
@@ -48,21 +49,27 @@ _CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
-def load_results(out: Path) -> pd.DataFrame:
+def load_results(out: Path, pool_harnesses: bool = False) -> pd.DataFrame:
     """The runs of `out/results.jsonl`, one row each; ValueError when the file is missing."""
     path = Path(out) / RESULTS
     if not path.is_file():
         raise ValueError(f"no {RESULTS} in {out}: run `python -m searchbox ablate ... --out {out}` first")
-    return results_frame(read_jsonl(path))
+    return results_frame(read_jsonl(path), pool_harnesses)
 
 
-def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Result rows as a DataFrame: score.* and tokens.* flattened to columns, plus `accuracy` (the
-    verdict as 1 / 0.5 / 0) and `config` (the tool configuration the budget curve draws a line for)."""
+def results_frame(rows: list[dict[str, Any]], pool_harnesses: bool = False) -> pd.DataFrame:
+    """Result rows as a DataFrame: score.*, tokens.* and assist_firings.* flattened to columns, plus
+    `accuracy` (the verdict as 1 / 0.5 / 0), `harness` (harness_label) and `config` (the tool configuration
+    the budget curve draws a line for). An entry whose runs ran under different harnesses (version,
+    commit, assists, parser) becomes one entry per harness, named with it, unless `pool_harnesses`."""
     base = pd.DataFrame([{key: row.get(key, default) for key, default in _BASE.items()} for row in rows],
                         columns=list(_BASE))
+    base["harness"] = [harness_label(h) for h in base["harness"]]
+    if not pool_harnesses and not base.empty:
+        mixed = base.groupby("entry")["harness"].transform("nunique") > 1
+        base.loc[mixed, "entry"] = base.loc[mixed, "entry"] + " [" + base.loc[mixed, "harness"] + "]"
     nested = [pd.json_normalize([row.get(part) or {} for row in rows]).add_prefix(f"{part}.")
-              for part in ("score", "tokens")]
+              for part in ("score", "tokens", "assist_firings")]
     df = pd.concat([base, *(n.reindex(base.index) for n in nested)], axis=1)
     df["accuracy"] = df["score.verdict"].map(VERDICT_POINTS) if "score.verdict" in df else None
     for column in _NUMERIC:
@@ -70,6 +77,16 @@ def results_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df["force_budget"] = df["force_budget"].fillna(False).astype(bool)
     df["config"] = configurations(df)
     return df
+
+
+def harness_label(harness: dict[str, Any] | None) -> str:
+    """A run's harness in a few words: name, version, commit, the assists that were on, the tool-call parser."""
+    if not isinstance(harness, dict):
+        return "harness unrecorded"
+    commit = f" @{str(harness['commit'])[:8]}" if harness.get("commit") else ""
+    assists = ", ".join(harness.get("assists") or []) or "none"
+    return (f"{harness.get('name')} {harness.get('version')}{commit}; assists: {assists}; "
+            f"parsing: {harness.get('tool_call_parsing', 'strict')}")
 
 
 def configurations(df: pd.DataFrame) -> list[str]:
@@ -109,12 +126,21 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
                                   dtype=object),
         "fact recall": groups["score.fact_recall"].mean(), "citation validity": groups["score.citation_validity"].mean(),
         "citation precision": groups["score.citation_precision"].mean(),
-        "supported citations": groups["score.citation_supported"].mean(), "turns": groups["turns"].mean(),
+        "supported citations": groups["score.citation_supported"].mean(),
+        "assist firings": pd.Series({entry: assist_firings(runs) for entry, runs in groups}, dtype=object),
+        "turns": groups["turns"].mean(),
         "tokens": groups["tokens.total"].mean(), "wall s": groups["wall_s"].mean(),
     }).rename_axis("entry").reset_index()
     table = table.round({"accuracy": 3, "fact recall": 3, "citation validity": 3, "citation precision": 3,
                          "supported citations": 3, "turns": 1, "tokens": 0, "wall s": 1})
     return table.drop(columns=_GOLD_COLUMNS) if df["accuracy"].isna().all() else table
+
+
+def assist_firings(runs: pd.DataFrame) -> str:
+    """Mean firings per run of each assist that was on in these runs ("ask_sources 0.8, wrap_up 0.1"), or "none"."""
+    means = {column.removeprefix(_FIRINGS): runs[column].mean() for column in runs.columns
+             if column.startswith(_FIRINGS) and runs[column].notna().any()}
+    return ", ".join(f"{name} {mean:.2g}" for name, mean in means.items()) or "none"
 
 
 def paired_table(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = None) -> pd.DataFrame:
@@ -147,7 +173,8 @@ def report_figures(df: pd.DataFrame | None, retrieval: dict[str, Any] | None) ->
     return figures
 
 
-def load_folder(out: Path) -> tuple[pd.DataFrame | None, dict[str, Any] | None, dict[str, Any] | None]:
+def load_folder(out: Path, pool_harnesses: bool = False) -> tuple[pd.DataFrame | None, dict[str, Any] | None,
+                                                                  dict[str, Any] | None]:
     """(results, retrieval.json, sweep.json) of a report folder, each None when absent; ValueError when
     the folder holds neither results nor a retrieval evaluation."""
     out = Path(out)
@@ -158,13 +185,14 @@ def load_folder(out: Path) -> tuple[pd.DataFrame | None, dict[str, Any] | None, 
     retrieval = read_json(out / RETRIEVAL) if has_retrieval else None
     if has_retrieval and not isinstance(retrieval, dict):
         raise ValueError(f"{out / RETRIEVAL} is not a retrieval evaluation (unreadable JSON)")
-    return load_results(out) if has_results else None, retrieval, read_json(out / SWEEP)
+    return load_results(out, pool_harnesses) if has_results else None, retrieval, read_json(out / SWEEP)
 
 
-def write_report(out: Path, on_note: Callable[[str], None] = lambda note: None) -> Path:
-    """Write out/report.html and out/charts/*.png; the PNGs are skipped (with a note) without Chromium."""
+def write_report(out: Path, on_note: Callable[[str], None] = lambda note: None, pool_harnesses: bool = False) -> Path:
+    """Write out/report.html and out/charts/*.png; the PNGs are skipped (with a note) without Chromium.
+    Runs of one entry under different harnesses are reported apart unless `pool_harnesses`."""
     out = Path(out)
-    df, retrieval, sweep = load_folder(out)
+    df, retrieval, sweep = load_folder(out, pool_harnesses)
     figures = report_figures(df, retrieval)
     page = out / "report.html"
     page.write_text(render_html(out.name, df, retrieval, sweep, figures), encoding="utf-8")

@@ -1,5 +1,6 @@
 """Scoring a finished run against one question of a question set (SPEC 4).
 
+The answer is scored without the text it only echoed from the harness's messages (records/echoes.py).
 A score record holds must-fact recall (fuzzy wording, exact numbers: see records/facts.py) and the
 verdict it implies, citation validity against the run's source ledger, each citation's check against
 its source (supported / unsupported / unchecked: records/citation_check.py, as run_meta.json recorded it
@@ -20,6 +21,7 @@ from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
 from searchbox.records.citation_check import CHECKER_VERSION, VERDICTS, answer_digest
 from searchbox.records.citations import cited_ids
+from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.workspace import Workspace
@@ -44,7 +46,8 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     ledger = {row["id"]: row.get("path", "") for row in folder.read_sources() if isinstance(row, dict) and "id" in row}
     score: dict[str, Any] = {"id": question["id"], "type": question["type"], "question": question["question"],
                              "run": str(job_dir), "answer_found": bool(answer and answer.strip())}
-    text = answer or ""
+    # What the answer only echoed from the harness's own messages earns no fact and no citation.
+    text = job_echoes(answer, job_dir).scored if answer else ""
 
     facts = [{"fact": f, "kind": "must", "present": fact_present(f, text)} for f in question["must_facts"]]
     facts += [{"fact": f, "kind": "computed", "present": fact_present(f, text)}
@@ -60,7 +63,7 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     else:
         score["reason"] = f"{present} of {len(facts)} facts present"
 
-    score["citations"] = citation_scores(text, ledger, question["gold_files"], checked_citations(job_dir, text))
+    score["citations"] = citation_scores(text, ledger, question["gold_files"], checked_citations(job_dir, answer or ""))
     score["premise"] = premise_correction(text, facts) if question["type"] == "negative" else None
     score["judge"] = judge_answer(judge, question, text) if judge is not None and score["answer_found"] else None
     return score

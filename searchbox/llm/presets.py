@@ -2,8 +2,8 @@
 
 Memory figures are estimates for the preset's context window with a q8_0 KV cache: the file, the cache
 and about a gigabyte of compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
-A run's context window, output cap and steps per turn come from the preset of the model that runs,
-unless the user set them (`fit_limits`).
+A run's context window, output cap, steps per turn and assists come from the preset of the model that
+runs, unless the user set them (`fit_limits`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
-from searchbox.settings import Settings
+from searchbox.settings import ASSIST_NAMES, Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
-LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "force_tool_steps", "forced_tool",
-               "tool_output_bytes", "tool_descriptions")
+LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "harness_assists", "tool_output_bytes",
+               "tool_descriptions")
+
+# The assists a small model's preset turns on: every one. Left to choose, small models often answer in
+# prose before they have searched (see `conformance`), leave a reply empty, drop the ids they were told
+# to cite, or repeat a call; what each assist does is in its module (agent/assists/).
+SMALL_MODEL_ASSISTS = ",".join(ASSIST_NAMES)
 
 
 @dataclass(frozen=True)
@@ -29,17 +34,12 @@ class Preset:
     context_window: int  # a run's context unless CONTEXT_WINDOW is set; the memory figures assume it
     max_output_tokens: int
     max_steps_per_turn: int
-    # Small models left to choose often answer in prose before they have searched (see `conformance`):
-    # their turns start with this many steps that must call a tool.
-    force_tool_steps: int
     note: str
     # On a CPU a 1.5B model prefills about 15 tokens/s: every 4 KB of tool output costs a minute, and the
     # full tool descriptions (about 1,700 tokens) two. Small models get brief tools and short results.
     tool_output_bytes: int = 50 * 1024
     tool_descriptions: str = "full"
-    # Forced to pick, the packaged 1.5B chose grep on an invented path in 2 of 10 literal questions and
-    # answered neither; the 8 that searched first got 4 right and 1 partly.
-    forced_tool: str = ""
+    harness_assists: str = ""  # a capable model gets the minimal loop
 
     @property
     def packaged(self) -> bool:
@@ -58,7 +58,6 @@ PRESETS: tuple[Preset, ...] = (
         context_window=131_072,
         max_output_tokens=8192,
         max_steps_per_turn=40,
-        force_tool_steps=0,
         note="production default: MoE with 3B active parameters (only 10 of 40 layers keep a KV cache); XML tool calls",
     ),
     Preset(
@@ -71,7 +70,6 @@ PRESETS: tuple[Preset, ...] = (
         context_window=32_768,
         max_output_tokens=4096,
         max_steps_per_turn=24,
-        force_tool_steps=0,
         note="a small GPU or a fast CPU; no thinking; JSON tool calls in <tool_call>",
     ),
     Preset(
@@ -84,7 +82,6 @@ PRESETS: tuple[Preset, ...] = (
         context_window=16_384,
         max_output_tokens=4096,  # it thinks before it answers
         max_steps_per_turn=16,
-        force_tool_steps=0,
         note="CPU; thinks in <think> before it answers; JSON tool calls in <tool_call>",
     ),
     # The packaged models need no network: the embedded default and its fallbacks (connect.py).
@@ -99,12 +96,11 @@ PRESETS: tuple[Preset, ...] = (
         context_window=16_384,
         max_output_tokens=2048,
         max_steps_per_turn=12,
-        force_tool_steps=1,
         note="embedded default from PyPI packages: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, an instruct model "
              "with Qwen's chat template; JSON tool calls in <tool_call>",
         tool_output_bytes=4096,
         tool_descriptions="brief",
-        forced_tool="search_dataroom",
+        harness_assists=SMALL_MODEL_ASSISTS,
     ),
     Preset(
         "qwen2.5-coder-0.5b",
@@ -116,12 +112,11 @@ PRESETS: tuple[Preset, ...] = (
         context_window=16_384,
         max_output_tokens=1024,
         max_steps_per_turn=12,
-        force_tool_steps=1,
         note="from PyPI packages: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, a tiny instruct model with Qwen's chat "
              "template; JSON tool calls in <tool_call> (expect weak answers)",
         tool_output_bytes=4096,
         tool_descriptions="brief",
-        forced_tool="search_dataroom",
+        harness_assists=SMALL_MODEL_ASSISTS,
     ),
     Preset(
         "gemma3-270m",
@@ -133,12 +128,11 @@ PRESETS: tuple[Preset, ...] = (
         context_window=8192,
         max_output_tokens=512,
         max_steps_per_turn=8,
-        force_tool_steps=1,
         note="last fallback from a PyPI package: Gemma 3 270M, a base model with no chat template; tool calls "
              "only under a grammar (expect no real answers)",
         tool_output_bytes=3072,
         tool_descriptions="brief",
-        forced_tool="search_dataroom",
+        harness_assists=SMALL_MODEL_ASSISTS,
     ),
 )
 

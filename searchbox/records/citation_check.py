@@ -34,7 +34,8 @@ from searchbox.records.facts import DATE_IN_TEXT, fact_present, normalize, numbe
 VERDICTS = ("supported", "unsupported", "unchecked")
 # Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
 # 2: a source cited beside others that holds only what they hold and none of the figures is unsupported.
-CHECKER_VERSION = 2
+# 3: text the answer only echoed from the harness's messages is not checked (records/echoes.py).
+CHECKER_VERSION = 3
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).
 SUPPORT_SCORE = 0.45
@@ -184,19 +185,6 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
                 check.verdict, check.reason = _verdict(facts, missing, check, others)
             checks.append(check)
     return checks
-
-
-def facts_held(text: str, sources: dict[str, str]) -> dict[str, list[str]]:
-    """For each source (id -> text) that holds some of the text's specific facts, those, figures (dates,
-    amounts) first. When any source holds a figure, only such sources: the names an answer repeats from
-    its question are in every search result."""
-    facts = [fact for line in text.splitlines() for fact in sentence_facts(line) if fact.is_specific]
-    facts = sorted(dict.fromkeys(facts), key=lambda fact: not fact.is_figure)
-    found = {source_id: held for source_id, source in sources.items()
-             if (held := [fact for fact in facts if fact_in(fact, source)])}
-    if any(fact.is_figure for held in found.values() for fact in held):
-        found = {source_id: held for source_id, held in found.items() if any(f.is_figure for f in held)}
-    return {source_id: [fact.text for fact in held] for source_id, held in found.items()}
 
 
 def citation_record(answer: str, ids: list[str], invalid: list[str], checks: list[CitationCheck],

@@ -158,6 +158,16 @@ class Compaction(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AssistFired(Event):
+    """An assist of the loop acted (searchbox/agent/assists/): what it sent the model, or put in the
+    place of what the model said. The minimal loop emits none."""
+    type: ClassVar[str] = "assist"
+    assist: str  # its name, as HARNESS_ASSISTS names it
+    hook: str  # where it acted: tool_choice, before_tool_call, follow_up, turn_cut or answer
+    sent: str  # the message, the tool_choice, the tool result or the answer it gave
+
+
+@dataclass(frozen=True, kw_only=True)
 class Notice(Event):
     """Something a person should know (a fallback, a retry, a nudge)."""
     type: ClassVar[str] = "notice"

@@ -108,6 +108,7 @@ class RunRecorder:
             "tool_calls": sum(self.stats.tools.values()),
             "tool_counts": dict(self.stats.tools),
             "bash_programs": dict(self.stats.programs),
+            "assist_firings": {name: self.stats.assists[name] for name in self.settings.assists},
             "elapsed_seconds": round(self.stats.wall_ms / 1000, 3),
             "citations": self.check_citations(text),
             **self.run_info(),

@@ -1,5 +1,5 @@
 """Run statistics accumulated from the loop's events: wall, LLM and tool time, tool and bash-program
-counts, decode and prefill speed. One accumulator, used by the recorder (which writes timing.json)
+counts, assist firings, decode and prefill speed. One accumulator, used by the recorder (which writes timing.json)
 and by the live dashboard, so the two always agree."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchbox.records.events import Compaction, Event, RunStart, StepEnd, Stop, ToolEnd
+from searchbox.records.events import AssistFired, Compaction, Event, RunStart, StepEnd, Stop, ToolEnd
 
 
 @dataclass
@@ -22,6 +22,7 @@ class RunStats:
     decode: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "ms": 0.0})
     prefill: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "ms": 0.0})
     compactions: int = 0
+    assists: Counter[str] = field(default_factory=Counter)  # firings per assist
     # The wall time is the sum of the run's parts, each timed by its own bus from its run_start to its
     # stop (a model's boot and a part's setup before its run_start do not count).
     _wall_base: float = field(default=0.0, repr=False)  # the wall time of the earlier parts
@@ -63,6 +64,8 @@ class RunStats:
                 self.programs.update(details.get("programs") or [])
             case Compaction():
                 self.compactions += 1
+            case AssistFired(assist=assist):
+                self.assists[assist] += 1
 
     def _time(self, event: Event) -> None:
         if isinstance(event, RunStart):

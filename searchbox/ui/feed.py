@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-from searchbox.records.events import (PREVIEW_CHARS, Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart, Stop, ToolEnd,
-                                      ToolStart, TurnEnd, TurnStart)
+from searchbox.records.events import (PREVIEW_CHARS, AssistFired, Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart,
+                                      Stop, ToolEnd, ToolStart, TurnEnd, TurnStart)
 from searchbox.agent.prompts import CONTINUE
 from searchbox.ui.answer import inert_markdown
 
@@ -78,6 +78,8 @@ class Feed:
             case Compaction(tokens_before=tokens_before, summary_chars=chars, compactions=n):
                 log = f"{tokens_before:,} tokens before, summary of {chars:,} chars"
                 self._append("", title=f"🗜️ Context compacted (#{n})", status="done", log=log)
+            case AssistFired(assist=assist, hook=hook, sent=sent):  # the harness acting, not the model
+                self._append(inert_markdown(sent), title=f"🧩 Assist {assist} ({hook.replace('_', ' ')})", status="done")
             case Notice(level=level, message=message):
                 if level in _NOTICE_ICONS:  # warnings and errors stay in plain sight
                     self._append(f"{_NOTICE_ICONS[level]} {message}")

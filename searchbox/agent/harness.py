@@ -1,0 +1,52 @@
+"""Which harness ran a run (SPEC 2.3): its name, the package version, the git commit of the checkout
+it ran from, the assists that were on and the tool-call parser. `run_meta.json` records it under
+`harness`, each sweep row carries it, and `report` keeps runs of different harnesses apart."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import tomllib
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from searchbox.settings import Settings
+
+NAME = "native"
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages) holding the package
+
+
+def harness_record(settings: Settings) -> dict[str, Any]:
+    return {"name": NAME, "version": package_version(), "commit": git_commit(), "assists": list(settings.assists),
+            "tool_call_parsing": getattr(settings, "tool_call_parsing", "strict")}
+
+
+@functools.cache
+def package_version() -> str | None:
+    """The version of the code that runs: its checkout's pyproject.toml, else the installed package's."""
+    pyproject = _ROOT / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+        if project.get("name") == "searchbox":
+            return str(project.get("version"))
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        return metadata.version("searchbox")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """The commit checked out where the package runs from; None outside a git checkout or without git."""
+    if not (_ROOT / ".git").exists():  # a worktree's .git is a file
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) == 40 else None
