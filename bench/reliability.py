@@ -2,7 +2,8 @@
 
 First the sandbox: the attack suite of issue 12 (tests/sandbox_attacks.py) run through the real bash
 tool at each BASH_SANDBOX level, one row per attack, a column per level (blocked, or got through).
-Then the hardening tests (hostile datarooms, prompt injections, faults, fuzzing, load, secrets), with
+Then the app's side (tests/app_attacks.py, issue 20): what bash can leave in work/ for the unconfined
+app, each a whole run at each level, every surface a visitor gets checked. Then the hardening tests (hostile datarooms, prompt injections, faults, fuzzing, load, secrets), with
 the tally line each one prints.
 
     python bench/reliability.py [--markdown] [--sandbox-only]
@@ -20,6 +21,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -46,7 +48,12 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--sandbox-only", action="store_true", help="only the sandbox table (about 2 minutes)")
     args = parser.parse_args()
-    sandbox_ok = sandbox_table(args.markdown)
+    import app_attacks
+    import sandbox_attacks
+
+    sandbox_ok = attack_table(sandbox_attacks, "attack (one bash call)", args.markdown)
+    print()
+    sandbox_ok = attack_table(app_attacks, "what bash leaves in work/ (one run)", args.markdown) and sandbox_ok
     if args.sandbox_only:
         return 0 if sandbox_ok else 1
     print()
@@ -65,25 +72,26 @@ def main() -> int:
     return done.returncode or (0 if sandbox_ok else 1)
 
 
-def sandbox_table(markdown: bool) -> bool:
-    """Print attack x level; False when something got through at the level BASH_SANDBOX=auto picks."""
-    from sandbox_attacks import ATTACKS, limits_note, run_suite
+def attack_table(suite: Any, heading: str, markdown: bool) -> bool:
+    """Print attack x level for a suite (ATTACKS, run_suite); False when something got through at the
+    level BASH_SANDBOX=auto picks."""
+    from sandbox_attacks import limits_note
     from searchbox.tools.sandbox import choose
 
-    outcomes = {level: run_suite(level) for level in LEVELS}
+    outcomes = {level: suite.run_suite(level) for level in LEVELS}
     cell = {None: "n/a", False: "blocked", True: "**got through**" if markdown else "GOT THROUGH"}
-    rows = [[a.name, *(cell[outcomes[level][a.name]] for level in LEVELS)] for a in ATTACKS]
-    totals = ["got through / tried", *(f"{sum(bool(v) for v in outcomes[level].values())} / {len(ATTACKS)}"
-                                       if choose(level).name == level else "level not available" for level in LEVELS)]
+    rows = [[a.name, *(cell[outcomes[level][a.name]] for level in LEVELS)] for a in suite.ATTACKS]
+    totals = ["blocked / tried", *(f"{sum(v is False for v in outcomes[level].values())} / {len(suite.ATTACKS)}"
+                                   if choose(level).name == level else "level not available" for level in LEVELS)]
     public = choose("auto")
     if markdown:
-        print("| attack (one bash call) | " + " | ".join(f"`{level}`" for level in LEVELS) + " |")
+        print(f"| {heading} | " + " | ".join(f"`{level}`" for level in LEVELS) + " |")
         print("|---" * (len(LEVELS) + 1) + "|")
         for row in [*rows, totals]:
             print("| " + " | ".join(row) + " |")
     else:
         width = max(len(r[0]) for r in rows)
-        for row in [["attack", *LEVELS], *rows, totals]:
+        for row in [[heading, *LEVELS], *rows, totals]:
             print(f"{row[0]:<{width}}  " + "  ".join(f"{c:<15}" for c in row[1:]))
     print(f"\nBASH_SANDBOX=auto here: {public.name}; limits: {limits_note()}", file=sys.stderr)
     return not public.allows_bash or not any(outcomes.get(public.name, {}).values())
