@@ -84,7 +84,8 @@ class Scene:
         model = FakeChatModel([*steps, Said(final)])
         settings = Settings.resolve(env={}, searchbox_tools="", retrieval_preset="packaged", bash_sandbox=self.level,
                                     searchbox_cache_dir=str(self.base / "cache"), job_disk_mb=JOB_DISK_MB,
-                                    force_tool_steps=0, forced_tool="")
+                                    force_tool_steps=0, forced_tool="",
+                                    searchbox_operator=self.level == "off")  # unconfined bash is for an operator only
         return run_job(self.job, settings, model)
 
 
