@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.jobs.bundle import downloads
 from searchbox.records.citation_check import answer_digest
 from searchbox.records.citations import cited_ids
@@ -46,7 +47,8 @@ class Problems:
             return make()
         except Exception as exc:  # one panel's failure must not blank the others
             log.exception("could not prepare %s", what)
-            self.items.append(f"⚠️ {what} could not be shown: {type(exc).__name__}: {exc}")
+            # The message may quote a job's files: shown as written, inert.
+            self.items.append(f"⚠️ {what} could not be shown: {type(exc).__name__}: {inert.literal(exc)}")
             return fallback
 
     def under(self, status: str) -> str:

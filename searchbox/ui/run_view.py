@@ -20,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
@@ -163,7 +164,7 @@ class RunView:
         try:
             rows = Workspace.create(tmp / "job", Path(upload), self.services.settings).corpus.statuses()
         except DataroomError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(inert.html(exc)) from exc  # it may name the zip's members: Gradio shows it as HTML
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
@@ -185,7 +186,7 @@ class RunView:
                                              self.services.settings,
                                              max_waiting=self.services.settings.searchbox_max_queued_runs)
         except (DataroomError, SettingsError, ValueError) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(inert.html(exc)) from exc
         if request.jina_key:
             self.services.remember_secrets(record.id, {"jina_api_key": request.jina_key})
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed
