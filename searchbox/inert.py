@@ -4,7 +4,7 @@ of place, all of them here, so that every view applies the same one.
 A hostile document can talk the model into writing anything, into an answer, a tool's arguments or a
 file name; a dataroom's own file names and texts are anybody's. Nothing of it may act: no tag, no
 image or other element that loads from outside the app (a visitor's browser would send whatever its
-URL holds: the dataroom, to the document's author), no script link.
+URL holds: the dataroom, to the document's author), no script link, no terminal control code.
 
 - Markdown (gr.Markdown; gr.Chatbot content and titles): `markdown` for text the model or a document
   wrote, `literal` for a value shown as written inside the app's own Markdown, `code` for one shown
@@ -18,6 +18,7 @@ URL holds: the dataroom, to the document's author), no script link.
 - gr.Dataframe cells: values as they are, in columns whose datatype is one of TEXT_CELL_TYPES: Gradio
   6 sets those as text (never "markdown", "html" or "image", which it renders).
 - gr.Chatbot's metadata "log" and gr.Dropdown choices: values as they are (Gradio 6 sets them as text).
+- A terminal (what the CLI prints) and the model's view of bash output: `terminal`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ _IMAGE = re.compile(r"""!\[(?P<alt>[^\]\n]*)\]\(\s*(?P<url>[^\s()]*)(?:\s+(?:"[^
 # still opens a block (a ```mermaid one is drawn with its labels as HTML).
 _FENCE_RUN = re.compile(r"`{3,}")
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>])")
+
+# ECMA-48 control sequences: CSI (ESC [ or C1 CSI) with its parameters and final byte; the string
+# controls OSC, DCS, SOS, PM and APC up to their terminator (BEL or ST); any other ESC sequence. An
+# unterminated string control loses only its introducer: its text stays, as text. Then single
+# controls: C0 but tab and newline (a lone CR rewrites the line a terminal shows), DEL, C1, and the
+# bidi embeddings, overrides and isolates that make a terminal show text in another order.
+_TERMINAL_CONTROL = re.compile(
+    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
 
 def markdown(text: str) -> str:
     """Untrusted Markdown, inert: HTML escaped, code shown as written, images as links."""
@@ -95,6 +108,11 @@ def html(value: Any) -> str:
 def plotly(value: Any) -> str:
     """A value as Plotly text: its tags escaped, shown as written."""
     return html_lib.escape(str(value), quote=False)
+
+
+def terminal(text: str) -> str:
+    """Text without terminal control codes: what is left is what a terminal shows, and all of it."""
+    return _TERMINAL_CONTROL.sub("", text)
 
 
 def _as_written(text: str) -> str:

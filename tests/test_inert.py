@@ -1,5 +1,6 @@
 """Everything the model or a document controls is rendered inert (SPEC 5): the same hostile strings go
-through every renderer the app has, and no live element or attribute may come out.
+through every renderer the app and the CLI have, and no live element, attribute or control code may
+come out.
 
 Markdown is rendered to HTML as Gradio's renderer does it (raw HTML passed through, links never
 refused: marked has no link check of its own) and the HTML is then parsed: only the app's own tags,
@@ -20,7 +21,9 @@ import gradio as gr
 import pytest
 from markdown_it import MarkdownIt
 
+from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox import inert
+from searchbox.cli import main
 from searchbox.evaluation.report import report_figures, results_frame
 from searchbox.jobs.store import JobRecord
 from searchbox.records.events import Notice, StepEnd, StepStart, ToolEnd, ToolStart
@@ -256,6 +259,76 @@ def test_the_dashboards_tool_chart_shows_the_models_names_as_written() -> None:
     assert "bash: &lt;span style=\\\"cursor" in figure.to_json()
     report = report_figures(results_frame([]), None)
     assert all(tags_in_figure(f) <= {"br", "extra", "/extra"} for f in report.values())
+
+
+# --- terminal control codes ------------------------------------------------------------------------
+
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+TERMINAL = {  # what a program or a document may print -> what is left of it
+    "colours": ("\x1b[1;31mred\x1b[0m", "red"),
+    "clear the screen, move the cursor": ("\x1b[2J\x1b[H\x1b[10;5Hx\x1b[?25l", "x"),
+    "window title (OSC, BEL)": ("\x1b]0;pwned\x07ok", "ok"),
+    "hyperlink (OSC 8, ST)": ("\x1b]8;;http://127.0.0.1:9/\x1b\\click\x1b]8;;\x1b\\", "click"),
+    "device control string": ("\x1bP+q544e\x1b\\ok", "ok"),
+    "C1 CSI and OSC": ("\x9b31mred\x9d0;t\x9cok", "redok"),
+    "an unterminated OSC keeps its text": ("\x1b]0;no end\nnext", "0;no end\nnext"),
+    "carriage return overwriting a line": ("rm -rf ~\recho hi", "rm -rf ~echo hi"),
+    "backspaces": ("ab\x08\x08cd", "abcd"),
+    "bidi overrides and isolates": ("a\u202eevil\u202c b\u2066x\u2069", "aevil bx"),
+    "reset, charset, lone ESC": ("\x1bc\x1b(0lqk\x1b(Bok\x1b", "lqkok"),
+    "NUL, DEL, form feed, vertical tab": ("a\x00b\x7fc\x0cd\x0be", "abcde"),
+    "CRLF line ends": ("a\r\nb\r\n", "a\nb\n"),
+    "text, tabs, newlines and Unicode stay": ("a\tb\nc é 中 ✓ \u200f", "a\tb\nc é 中 ✓ \u200f"),
+}
+
+
+@pytest.mark.parametrize("case", TERMINAL)
+def test_terminal_control_codes_are_stripped(case: str) -> None:
+    printed, left = TERMINAL[case]
+    assert inert.terminal(printed) == left
+    assert not CONTROL_CHARACTER.search(inert.terminal(printed))
+
+
+def test_bash_output_reaches_the_model_without_control_codes(tmp_path: Path) -> None:
+    command = r"printf '\033[2J\033]0;pwned\007\033[31mred\033[0m\rover\n\302\233m\342\200\256x\n'; printf 'tail\n' >&2"
+    result = REGISTRY.run(ToolContext(tmp_path, SourceLedger()), "bash", {"command": command})
+    assert result.text == "redover\nx\ntail" and not result.is_error
+
+
+def test_the_cli_prints_tool_results_and_paths_without_control_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    room = tmp_path / "room"
+    evil = room / "a\x1b]0;pwned\x07\x1b[2Jb.txt"
+    room.mkdir()
+    evil.write_text("minutes\x1b[31m red \x9b2J\u202eevil\u202c\r\n", encoding="utf-8")
+    assert main(["ingest", "--dataroom", str(room)]) == 0
+    printed = capsys.readouterr().out
+    assert "ab.txt" in printed and not CONTROL_CHARACTER.search(printed)
+    assert main(["tool", "read", "--dataroom", str(room), "--args", json.dumps({"path": f"dataroom/{evil.name}"})]) == 0
+    printed = capsys.readouterr().out
+    assert "minutes" in printed and "evil" in printed and not CONTROL_CHARACTER.search(printed)
+    assert main(["tool", "bash", "--dataroom", str(room), "--args", json.dumps({"command": r"printf '\342\200\256\302\2332Jx'"})]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed)["output"] == "x" and not CONTROL_CHARACTER.search(printed)
+
+
+def test_a_cli_run_prints_the_models_text_and_tools_without_control_codes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal view of a run (tool calls, their gists, the answer) quotes the model and the tools."""
+    hostile = "\x1b]0;pwned\x07\x1b[2J\u202eevil\u202c\x9b2J"
+
+    def model(body: dict[str, Any]) -> Reply:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return Reply(tool_calls=[{"name": "bash", "arguments": {"command": f"printf '{hostile}'; echo {hostile}"}}])
+        return Reply(text=f"The answer {hostile}is here.")
+
+    with ScriptedEndpoint(default=model) as endpoint:
+        code = main(["run", "What is it?", "--budget", "1", "--out", str(tmp_path / "job"), "--stream",
+                     "--set", f"LLAMA_URL={endpoint.url}", "--set", "MODEL_ID=scripted",
+                     "--set", "RETRIEVAL_PRESET=packaged", "--set", f"SEARCHBOX_CACHE_DIR={tmp_path / 'cache'}"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "→ bash(" in printed.out and "The answer evilis here." in printed.out
+    assert not CONTROL_CHARACTER.search(printed.out + printed.err)
 
 
 # --- what Gradio is told --------------------------------------------------------------------------
