@@ -1,7 +1,10 @@
 """Command line: python -m searchbox run | tool | ingest | precompute | retrieval-eval | score | ablate | report | conformance | knobs | doctor.
 
 Every command that takes a dataroom exits with status 2 and a plain message when the dataroom is
-refused; a tool that fails prints its error result and exits with status 1.
+refused; a tool that fails prints its error result and exits with status 1. What the commands print
+quotes the model and the documents (answers, tool results, paths): it reaches the terminal without
+terminal control codes (searchbox.inert.terminal), so none of it can rewrite, hide or retitle what
+the terminal shows.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
+from searchbox import inert
 from searchbox.agent.control import RunControl
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
@@ -74,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     create_job(job_dir, args.question, source, settings)
     print(f"job folder: {job_dir}")
-    printer = ProgressPrinter(stream_text=args.stream)
+    printer = ProgressPrinter(sys.stdout, stream_text=args.stream)
     connection = connect_for_run(settings, on_note=lambda note: print(f"note: {note}"))
     model, settings = connection.model, connection.settings  # limits fitted to the model that runs
     control = RunControl()
@@ -432,10 +437,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class TerminalText:
+    """A text stream that passes on what is written to it without terminal control codes."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(inert.terminal(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # flush, isatty, encoding, ...: the stream's own
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalText(out), TerminalText(err)  # type: ignore[assignment]
     try:
         return args.func(args)
     except (DataroomError, SettingsError, ModelLoadError, FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout, sys.stderr = out, err

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import zipfile
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -163,22 +164,54 @@ class LeakCatcher:
 
 def hostile_markup(origin: str) -> str:
     return (f'![chart]({origin}/markdown-image) <img src="{origin}/html-image"> <iframe src="{origin}/iframe"></iframe> '
-            f'<link rel="stylesheet" href="{origin}/style"> [the report]({origin}/clicked-only)')
+            f'<link rel="stylesheet" href="{origin}/style"> <svg><image href="{origin}/svg-image"/></svg> '
+            f'<div style="background:url({origin}/style-url)">x</div> ![ref][r] `![code]({origin}/code-span)`\n\n'
+            f'- a\n  - ```mermaid\n    graph TD\n    A[\"<img src={origin}/mermaid>\"]-->B\n    ```\n\n'
+            f'[r]: {origin}/reference-image\n\n[the report]({origin}/clicked-only)')
+
+
+def hostile_program(origin: str) -> str:
+    """A program named like a tag (programs are named without their folder, so the URL has no slash: on
+    an http page "https:HOST" is another origin, where "http:HOST" would be a path of the page's own)."""
+    return f"<img src={origin.replace('http://', 'https:')}>"
+
+
+def hostile_upload(folder: Path, origin: str, member: bool = False) -> str:
+    """A zip named like an image, or (member) holding a member named like one that the explorer refuses."""
+    folder.mkdir()
+    upload = folder / ("room.zip" if member else f"{hostile_program(origin)}.zip")
+    with zipfile.ZipFile(upload, "w") as z:
+        z.writestr(f"../{hostile_program(origin)}.md" if member else "notes/a.md", "The lease ends in 2029.")
+    return str(upload)
 
 
 def leaky_model(origin: str) -> Callable[[dict[str, Any]], Reply]:
-    """Writes a note holding images and frames, reads it (so it is a source), and answers with the same
-    markup: the answer, the sources panel and the activity feed all get it."""
+    """Writes a note holding images and frames, reads it (so it is a source), runs a program named like
+    an image and prints the note with bash, and answers with the same markup: the answer, the sources
+    panel and the activity feed (titles, the programs line, results) all get it."""
 
     def reply(body: dict[str, Any]) -> Reply:
         tool_results = sum(1 for m in body["messages"] if m["role"] == "tool")
         if body.get("tools") and tool_results == 0:
             return Reply(tool_calls=[{"name": "write", "arguments": {"path": "notes.md", "content": hostile_markup(origin)}}])
         if body.get("tools") and tool_results == 1:
-            return Reply(tool_calls=[{"name": "read", "arguments": {"path": "notes.md"}}])
+            command = f"'{hostile_program(origin)}' 2>/dev/null; cat notes.md"
+            return Reply(tool_calls=[{"name": "read", "arguments": {"path": "notes.md"}},
+                                     {"name": "bash", "arguments": {"command": command}}])
         return Reply(text=f"The notes say so [s1]. {hostile_markup(origin)}")
 
     return reply
+
+
+# The elements on the page that load (or would load) something from another origin, and any diagram.
+LOADS_FROM_OUTSIDE = """() => [...document.querySelectorAll(
+    "img, iframe, frame, embed, object, video, audio, source, track, link, script, image, use, .mermaid")]
+  .flatMap(element => ["src", "href", "xlink:href", "data", "poster", "srcset"]
+    .map(name => element.getAttribute(name)).filter(Boolean)
+    .map(value => new URL(value.split(" ")[0], document.baseURI))
+    .filter(target => target.origin !== location.origin && !["data:", "blob:"].includes(target.protocol))
+    .map(target => `${element.tagName} ${target.href}`)
+    .concat(element.classList.contains("mermaid") ? ["a mermaid diagram"] : []))"""
 
 
 def shown_inert(answer: Any, origin: str) -> None:
@@ -207,12 +240,16 @@ def test_answers_sources_and_feed_load_nothing_from_outside_the_app() -> None:
         page.goto(url, wait_until="domcontentloaded")
         question = page.get_by_label("Question")
         expect(question).to_be_visible(timeout=60_000)
-        question.fill(f"What do the notes say? ![q]({leak.origin}/question-image)")
+        question.fill(f"What do the notes say? ![q]({leak.origin}/question-image) <img src={leak.origin}/question-html>")
         page.get_by_role("button", name="Search", exact=True).click()
         expect(page.get_by_text("Stopped:").first).to_be_visible(timeout=120_000)
         answer = page.locator("#answer")
         expect(answer.locator("a.cite").first).to_be_visible(timeout=30_000)
         shown_inert(answer, leak.origin)
+        calls = page.locator("#activity .thought-group > [role=button]")  # a finished call is shown folded
+        for index in range(calls.count()):
+            calls.nth(index).click()
+        expect(page.locator("#activity").get_by_text("programs:").first).to_be_visible(timeout=10_000)
         page.get_by_role("tab", name="Jobs").click()
         row = page.locator("#jobs-table").get_by_role("gridcell").filter(has_text="What do the notes say").first
         expect(row).to_be_visible(timeout=60_000)
@@ -221,9 +258,21 @@ def test_answers_sources_and_feed_load_nothing_from_outside_the_app() -> None:
         expect(job_answer.locator("a.cite").first).to_be_visible(timeout=30_000)
         shown_inert(job_answer, leak.origin)
         expect(page.locator("#job-sources #src-s1")).to_be_attached()
+        page.get_by_role("tab", name="Dataroom explorer").click()
+        explorer = page.locator('[role="tabpanel"]:visible')
+        explorer.locator("input[type=file][accept=\".zip\"]").set_input_files(hostile_upload(home / "named", leak.origin))
+        explorer.get_by_role("button", name="Load dataroom").click()
+        expect(explorer.get_by_text("files read").first).to_be_visible(timeout=60_000)
+        expect(explorer.get_by_text(hostile_program(leak.origin)).first).to_be_visible()  # the file name, as text
+        explorer.get_by_role("button", name="Clear").first.click()
+        explorer.locator("input[type=file][accept=\".zip\"]").set_input_files(hostile_upload(home / "member", leak.origin,
+                                                                                           member=True))
+        explorer.get_by_role("button", name="Load dataroom").click()
+        expect(page.get_by_text("points outside the dataroom").first).to_be_visible(timeout=60_000)  # the toast
         page.wait_for_timeout(1000)  # anything the page would load has been asked for by now
-        # Not in the answers, the sources panels, the activity feed's messages and titles, nor the Jobs heading.
-        assert page.locator(f'img[src^="{leak.origin}"], iframe, link[href^="{leak.origin}"]').count() == 0
+        # Not in the answers, the sources panels, the activity feed's messages and titles, the Jobs heading,
+        # the explorer's summary nor an error's toast.
+        assert page.evaluate(LOADS_FROM_OUTSIDE) == []
         outside = [r for r in requests if not r.startswith((url, "data:", "blob:"))]
         assert not outside and not leak.hits, (outside, leak.hits)
         browser.close()

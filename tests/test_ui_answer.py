@@ -52,7 +52,7 @@ def test_html_in_the_answer_is_escaped() -> None:
 
 def test_code_is_shown_as_written_and_never_linked() -> None:
     out = render_answer("Run `grep '<b>' [s1]` then:\n\n```bash\necho '<script>' [s2]\n```\nDone [s2].", SOURCES)
-    assert "<code>grep '&lt;b&gt;' [s1]</code>" in out
+    assert "<code>grep '&lt;b&gt;' \\[s1\\]</code>" in out  # Markdown after an inline <code> is read: escaped
     assert "<pre><code>echo '&lt;script&gt;' [s2]</code></pre>" in out
     assert out.endswith(f"Done {link('s2', '[s2]')}.")
     # An unclosed fence runs to the end, escaped all the same.
@@ -82,7 +82,7 @@ def test_the_sources_panel_lists_cited_sources_first_and_marks_them() -> None:
 def test_documents_cannot_inject_html_into_the_panel() -> None:
     html = render_sources(SOURCES, ["s3"])
     assert "<script" not in html and "<img" not in html and "<b>label" not in html
-    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt; &amp; more" in html
+    assert "&lt;script&gt;alert('pwned')&lt;/script&gt; &amp; more" in html
     assert "evil&lt;img src=x onerror=alert(1)&gt;.md" in html and "&lt;b&gt;label&lt;/b&gt;" in html
 
 
@@ -146,4 +146,4 @@ def test_the_feeds_tool_titles_and_logs_are_inert() -> None:
                      preview="", gist=f"![y]({LEAK})", duration_ms=1))
     metadata = feed.messages[-1]["metadata"]
     assert "![" not in metadata["title"] and "<img" not in metadata["title"]
-    assert metadata["log"].startswith("y (image not loaded: ")
+    assert metadata["log"] == f"![y]({LEAK})"  # Gradio sets a log as text: shown as written, nothing rendered

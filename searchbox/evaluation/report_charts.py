@@ -4,6 +4,8 @@ each configuration reached for, its cost, and retrieval-only recall.
 The sweep figures take the DataFrame of `report.load_results` (one row per run, score.* and tokens.*
 flattened, plus `accuracy` and the configuration `config`); the recall figures take retrieval.json as
 a dict. Every function returns a titled `go.Figure` and never raises on empty input: it shows "no data".
+The names in a sweep folder (entries, configurations, question types, tools, methods) are anybody's
+files: every one is shown as Plotly text made inert (searchbox.inert).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from searchbox import inert
 from searchbox.charts import HEIGHT, ToolColors, empty_figure, layout
 from searchbox.evaluation.intervals import accuracy_interval
 from searchbox.evaluation.questions import QUESTION_TYPES
@@ -27,6 +30,10 @@ _ACCURACY_AXIS = "accuracy (correct 1, partial ½)"
 _CONFIG_COLORS = plotly.colors.qualitative.Set2
 # Each tool's colour in every chart, the dashboard's too: by its place among the built-ins and the catalog.
 TOOL_COLORS = ToolColors(list(REGISTRY))
+
+
+def _labels(values: Any) -> list[str]:
+    return [inert.plotly(value) for value in values]
 
 
 def entries(df: pd.DataFrame) -> list[str]:
@@ -51,8 +58,8 @@ def score_by_type(df: pd.DataFrame) -> go.Figure:
     for qtype in question_types(scored["type"]):
         rows = stats.loc[qtype].reindex(order)
         bars.append(go.Bar(
-            name=qtype, x=order, y=rows["mean"], customdata=rows["count"].fillna(0),
-            hovertemplate=f"%{{x}} · {qtype}<br>accuracy %{{y:.2f}} over %{{customdata}} runs<extra></extra>"))
+            name=inert.plotly(qtype), x=_labels(order), y=rows["mean"], customdata=rows["count"].fillna(0),
+            hovertemplate=f"%{{x}} · {inert.plotly(qtype)}<br>accuracy %{{y:.2f}} over %{{customdata}} runs<extra></extra>"))
     figure = go.Figure(bars)
     figure.update_layout(barmode="group")
     figure.update_yaxes(title_text=_ACCURACY_AXIS, range=[0, 1.05])
@@ -79,14 +86,14 @@ def budget_curve(df: pd.DataFrame) -> go.Figure:
     for config, color in zip(dict.fromkeys(scored["config"]), cycle(_CONFIG_COLORS)):
         points = stats[stats["config"] == config]
         figure.add_trace(go.Scatter(
-            x=points["budget"], y=points["mean"], name=config, mode="lines+markers", line={"color": color},
+            x=points["budget"], y=points["mean"], name=inert.plotly(config), mode="lines+markers", line={"color": color},
             marker={"size": 11, "color": [color if f else "white" for f in points["force_budget"]],
                     "line": {"width": 2, "color": color}},
             error_y={"type": "data", "symmetric": False, "array": points["high"] - points["mean"],
                      "arrayminus": points["mean"] - points["low"], "color": color, "thickness": 1.5, "width": 6},
             customdata=list(zip(points["runs"], ["forced" if f else "not forced" for f in points["force_budget"]],
                                 points["low"], points["high"], points["questions"])),
-            hovertemplate=f"{config}<br>budget %{{x}} (%{{customdata[1]}}): accuracy %{{y:.2f}} "
+            hovertemplate=f"{inert.plotly(config)}<br>budget %{{x}} (%{{customdata[1]}}): accuracy %{{y:.2f}} "
                           "(95% interval %{customdata[2]:.2f}–%{customdata[3]:.2f}) "
                           "over %{customdata[0]} runs of %{customdata[4]} questions<extra></extra>"))
     for label, fill in (("forced", "#616161"), ("not forced", "white")):  # legend keys for the marker fill
@@ -114,14 +121,14 @@ def tool_usage(df: pd.DataFrame) -> go.Figure:
     tools = sorted(totals, key=lambda name: (name.startswith("bash"), -sum(totals[name].values()), name))
     # Shades of bash's colour can look alike: each segment is also labelled with its tool where it fits.
     figure = go.Figure([
-        go.Bar(name=name, y=order, x=[totals[name][e] / runs[e] for e in order], orientation="h",
-               marker_color=TOOL_COLORS(name), text=[name] * len(order), textposition="inside",
-               insidetextanchor="middle", hovertemplate=f"%{{y}}<br>{name}: %{{x:.2f}} calls per run<extra></extra>")
+        go.Bar(name=inert.plotly(name), y=_labels(order), x=[totals[name][e] / runs[e] for e in order], orientation="h",
+               marker_color=TOOL_COLORS(name), text=[inert.plotly(name)] * len(order), textposition="inside",
+               insidetextanchor="middle", hovertemplate=f"%{{y}}<br>{inert.plotly(name)}: %{{x:.2f}} calls per run<extra></extra>")
         for name in tools
     ])
     figure.update_layout(barmode="stack", legend={"traceorder": "normal"}, uniformtext={"minsize": 9, "mode": "hide"})
     figure.update_xaxes(title_text="mean calls per run")
-    figure.update_yaxes(title_text=None, automargin=True, categoryorder="array", categoryarray=order[::-1])
+    figure.update_yaxes(title_text=None, automargin=True, categoryorder="array", categoryarray=_labels(order[::-1]))
     # A legend of many tools wraps upwards over the title: the top margin grows by its rows (about 6 a row).
     legend_px = 22 * -(-len(tools) // 6)
     figure = layout(figure, title, max(HEIGHT, 120 + 36 * len(order)) + legend_px)
@@ -149,9 +156,9 @@ def cost(df: pd.DataFrame) -> go.Figure:
              "cache read": means["tokens.cacheRead"], "output": means["tokens.output"]}
     figure = make_subplots(rows=1, cols=2, horizontal_spacing=0.1)
     for name, values in parts.items():
-        figure.add_trace(go.Bar(name=name, x=order, y=values.fillna(0),
+        figure.add_trace(go.Bar(name=name, x=_labels(order), y=values.fillna(0),
                                 hovertemplate=f"%{{x}}<br>{name}: %{{y:,.0f}}<extra></extra>"), row=1, col=1)
-    figure.add_trace(go.Bar(name="wall time", x=order, y=means["wall_s"].fillna(0), marker_color="#757575",
+    figure.add_trace(go.Bar(name="wall time", x=_labels(order), y=means["wall_s"].fillna(0), marker_color="#757575",
                             showlegend=False, hovertemplate="%{x}<br>%{y:,.1f} s<extra></extra>"), row=1, col=2)
     figure.update_layout(barmode="stack")
     figure.update_yaxes(title_text="mean tokens per run", row=1, col=1)
@@ -168,13 +175,13 @@ def recall_by_method(retrieval: dict[str, Any] | None) -> go.Figure:
         return empty_figure(title, "no data")
     keys = _recall_keys(scores["all"] for scores in methods.values())
     figure = go.Figure([
-        go.Bar(name=key, x=list(methods), y=[scores["all"].get(key) for scores in methods.values()],
-               hovertemplate=f"%{{x}}<br>{key} %{{y:.3f}}<extra></extra>")
+        go.Bar(name=inert.plotly(key), x=_labels(methods), y=[scores["all"].get(key) for scores in methods.values()],
+               hovertemplate=f"%{{x}}<br>{inert.plotly(key)} %{{y:.3f}}<extra></extra>")
         for key in keys
     ])
     figure.update_layout(barmode="group")
     figure.update_yaxes(title_text="gold-file recall", range=[0, 1.05])
-    return layout(figure, f"{title} ({retrieval.get('questions', '?')} questions)")
+    return layout(figure, f"{title} ({inert.plotly(retrieval.get('questions', '?'))} questions)")
 
 
 def recall_by_type(retrieval: dict[str, Any] | None, k: int = 5) -> go.Figure:
@@ -185,8 +192,8 @@ def recall_by_type(retrieval: dict[str, Any] | None, k: int = 5) -> go.Figure:
     if not types:
         return empty_figure(title, "no data")
     figure = go.Figure([
-        go.Bar(name=method, x=types, y=[scores["by_type"].get(t, {}).get(f"R@{k}") for t in types],
-               hovertemplate=f"%{{x}} · {method}<br>R@{k} %{{y:.3f}}<extra></extra>")
+        go.Bar(name=inert.plotly(method), x=_labels(types), y=[scores["by_type"].get(t, {}).get(f"R@{k}") for t in types],
+               hovertemplate=f"%{{x}} · {inert.plotly(method)}<br>R@{k} %{{y:.3f}}<extra></extra>")
         for method, scores in methods.items()
     ])
     figure.update_layout(barmode="group")

@@ -3,33 +3,19 @@
 The ledger, not the prose, is the authority: a marker whose id is not in sources.json is flagged.
 Each citation the checker judged (run_meta.json's "citations" → "checks") carries its verdict: a
 mark and colour (✓ supported, ✗ unsupported, ? unchecked) and the reason as its tooltip.
-Answers and documents are untrusted text, so everything they contain is HTML-escaped; only the
-markup built here is live. The answer stays Markdown (for a `gr.Markdown`) with its code as escaped
-HTML; the panel is HTML. Nothing rendered may load from outside the app (SPEC 5): an image in an
-answer would make the visitor's browser send whatever its URL holds, so Markdown images become their
-alt text and a link, which goes nowhere until clicked. `inert_markdown` applies the same rules to the
-model's other text (the activity feed).
+Answers and documents are untrusted text: the answer is Markdown made inert by the one rule
+(searchbox.inert: HTML escaped, images as links, code shown as written), with the citation links
+built here the only live markup; the panel is HTML with every value escaped.
 """
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Callable
 from typing import Any
 
+from searchbox import inert
 from searchbox.records.citations import MARKER, marker_citations
 
 _VERDICT_MARKS = {"supported": "✓", "unsupported": "✗", "unchecked": "?"}
-# Fenced blocks (closed or running to the end) and one-line code spans. They become escaped
-# <pre>/<code> HTML: shown as written, never linked; and since every segment is escaped, safety does
-# not depend on this split agreeing with the Markdown renderer's.
-_CODE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<block>.*?)(?:^ {0,3}(?P=fence)[`~]*[ \t]*$|\Z)"
-                   r"|(?<![\\`])(?P<ticks>`+)(?P<span>[^`\n]|[^`\n][^\n]*?[^`\n])(?P=ticks)(?!`)", re.M | re.S)
-_BAD_LINK = re.compile(r"\]\(\s*(?:javascript|vbscript|data):", re.I)
-# ![alt](url "title") in escaped text (quote=False keeps the title's quotes).
-_IMAGE = re.compile(r"""!\[(?P<alt>[^\]\n]*)\]\(\s*(?P<url>[^\s()]*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)""")
-_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>])")
 
 CITATION_JS = """() => {
   if (window.__searchboxCitations) return;
@@ -80,33 +66,13 @@ def render_answer(markdown: str, sources: list[dict[str, Any]], checks: list[dic
         return items
 
     def prose(text: str) -> str:
-        return MARKER.sub(lambda group: _cite_group(numbered(group.group(1)), known), _inert(text))
+        return MARKER.sub(lambda group: _cite_group(numbered(group.group(1)), known), inert.prose(text))
 
     def code(text: str) -> None:  # markers in code are shown as written, but counted as the checker counts them
         for group in MARKER.finditer(text):
             numbered(group.group(1))
 
-    return _render(markdown, prose, code)
-
-
-def inert_markdown(markdown: str) -> str:
-    """Untrusted Markdown as the answer is rendered, without citation links: HTML escaped, code shown as
-    written, images as links."""
-    return _render(markdown, _inert)
-
-
-def _render(markdown: str, prose: Callable[[str], str], seen_code: Callable[[str], None] = lambda text: None) -> str:
-    out, last = [], 0
-    for code in _CODE.finditer(markdown):
-        out.append(prose(markdown[last:code.start()]))
-        seen_code(code.group(0))
-        if code.group("fence"):
-            out.append(f"<pre><code>{html.escape(code.group('block').removesuffix(chr(10)), quote=False)}</code></pre>")
-        else:
-            out.append(f"<code>{html.escape(code.group('span'), quote=False)}</code>")
-        last = code.end()
-    out.append(prose(markdown[last:]))
-    return "".join(out)
+    return inert.split_code(markdown, prose, code)
 
 
 def render_sources(sources: list[dict[str, Any]], cited: list[str]) -> str:
@@ -118,25 +84,11 @@ def render_sources(sources: list[dict[str, Any]], cited: list[str]) -> str:
     count = f"{len(sources)} source" + ("" if len(sources) == 1 else "s")
     parts = [f'<div class="sources"><p class="src-count">{count}, {len(first)} cited</p>']
     if missing:
-        parts.append(f'<p class="src-missing">⚠ Cited but not in the ledger: {_e(", ".join(missing))}</p>')
+        parts.append(f'<p class="src-missing">⚠ Cited but not in the ledger: {inert.html(", ".join(missing))}</p>')
     parts.extend(_source(s, cited=True) for s in first)
     parts.extend(_source(s, cited=False) for s in rest)
     parts.append("</div>")
     return "\n".join(parts)
-
-
-def _inert(text: str) -> str:
-    text = _BAD_LINK.sub("](#blocked:", html.escape(text, quote=False))
-    text = _IMAGE.sub(_image_as_link, text)
-    # Any image syntax the pattern missed (reference-style ![x][r], nested brackets): "[" as an
-    # entity is text to Markdown, so no image can start there.
-    return text.replace("![", "!&#91;")
-
-
-def _image_as_link(image: re.Match[str]) -> str:
-    url = image.group("url")
-    shown = _MARKDOWN_PUNCTUATION.sub(r"\\\1", url)
-    return f"{image.group('alt') or 'image'} (image not loaded: [{shown}]({url}))"
 
 
 def _cite_group(items: list[tuple[str, str | None, dict[str, Any] | None]], known: set[str]) -> str:
@@ -157,23 +109,23 @@ def _cite(source_id: str, known: set[str], text: str, check: dict[str, Any] | No
     if check is None or check.get("verdict") not in _VERDICT_MARKS:
         return f'<a class="cite" href="#src-{source_id}">{text}</a>'
     verdict = str(check["verdict"])
-    tip = _e(f"{verdict}: {check.get('reason', '')}")
+    tip = inert.html(f"{verdict}: {check.get('reason', '')}")
     return (f'<a class="cite cite-{verdict}" href="#src-{source_id}" title="{tip}">{text}</a>'
             f'<span class="cite-verdict cite-{verdict}" title="{tip}">{_VERDICT_MARKS[verdict]}</span>')
 
 
 def _source(source: dict[str, Any], cited: bool) -> str:
     source_id = str(source.get("id"))
-    summary = [f"<b>{_e(source_id)}</b>"]
+    summary = [f"<b>{inert.html(source_id)}</b>"]
     if cited:
         summary.append('<span class="src-cited">✓ cited</span>')
-    summary.append(f"<code>{_e(source.get('path', ''))}</code>")
-    summary.append(f'<span class="src-loc">{_e(_locator(source))}</span>')
+    summary.append(f"<code>{inert.html(source.get('path', ''))}</code>")
+    summary.append(f'<span class="src-loc">{inert.html(_locator(source))}</span>')
     if source.get("label"):
-        summary.append(f'<span class="src-label">{_e(source["label"])}</span>')
+        summary.append(f'<span class="src-label">{inert.html(source["label"])}</span>')
     classes = "source cited" if cited else "source"
-    return (f'<details id="src-{_e(source_id)}" class="{classes}"><summary>{" ".join(summary)}</summary>'
-            f'<pre class="src-preview">{_e(source.get("preview", ""))}</pre></details>')
+    return (f'<details id="src-{inert.html(source_id)}" class="{classes}"><summary>{" ".join(summary)}</summary>'
+            f'<pre class="src-preview">{inert.html(source.get("preview", ""))}</pre></details>')
 
 
 def _locator(source: dict[str, Any]) -> str:
@@ -181,7 +133,3 @@ def _locator(source: dict[str, Any]) -> str:
         return f"chunk {source.get('chunk')}"
     start, end = source.get("start"), source.get("end")
     return f"line {start}" if start == end else f"lines {start}–{end}"
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from searchbox import inert
 from searchbox.charts import HEIGHT, empty_figure, layout
 from searchbox.evaluation.report_charts import TOOL_COLORS
 
@@ -56,8 +57,10 @@ def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]
     if not bars:
         return empty_figure(title)
     bars.sort(key=lambda bar: (bar[1], bar[0]))  # largest at the top of a horizontal chart
+    # The names are the model's (a made-up tool, the programs of its command lines): Plotly text, inert.
     figure = go.Figure(go.Bar(
-        x=[b[1] for b in bars], y=[b[0] for b in bars], orientation="h", marker_color=[TOOL_COLORS(b[0]) for b in bars],
+        x=[b[1] for b in bars], y=[inert.plotly(b[0]) for b in bars], orientation="h",
+        marker_color=[TOOL_COLORS(b[0]) for b in bars],
         hovertemplate="%{y}: %{x}<extra></extra>"))
     figure.update_xaxes(title_text="calls")
     figure.update_yaxes(title_text=None, automargin=True)

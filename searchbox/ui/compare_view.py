@@ -3,7 +3,8 @@ its charts, a paired comparison of two chosen entries question by question, and 
 the built-in questions started in the background.
 
 It renders what `searchbox.evaluation.report` loads and `report_charts` draws, the same as the
-`report` command's page. Sweeps live in the `sweeps/` folder beside the jobs folder.
+`report` command's page. Sweeps live in the `sweeps/` folder beside the jobs folder. A sweep folder
+is files on disk that anyone may have made: its names and texts are shown inert (searchbox.inert).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.evaluation.questions import load_questions
 from searchbox.evaluation.files import RESULTS, RETRIEVAL
@@ -71,8 +73,8 @@ class CompareView:
             # A public demo's visitors see only the sweeps folder, not the server's file system.
             if folder.is_dir() and (self.settings.searchbox_operator or folder.is_relative_to(root)):
                 return folder
-        raise gr.Error(f"No sweep folder {text} under {root}" if self.settings.searchbox_operator else
-                       f"No sweep folder {text} (any path is open to the operator: SEARCHBOX_OPERATOR=1).")
+        raise gr.Error(inert.html(f"No sweep folder {text} under {root}" if self.settings.searchbox_operator else
+                                  f"No sweep folder {text} (any path is open to the operator: SEARCHBOX_OPERATOR=1)."))
 
     def load(self, text: str | None) -> tuple[Any, ...]:
         """(heading, summary table, every pair compared, entry A and entry B choices, *the CHARTS figures)
@@ -81,14 +83,15 @@ class CompareView:
         try:
             df, retrieval, _ = load_folder(folder)
         except ValueError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(inert.html(exc)) from exc
         parts = []
         if df is not None:
             parts.append(f"{len(df)} runs of {df['entry'].nunique()} entries over {df['question_id'].nunique()} questions"
                          if not df.empty else "no runs yet")
         if retrieval is not None:
-            parts.append(f"retrieval evaluation of {retrieval.get('questions', '?')} questions")
-        heading = f"**{folder.name}**: {'; '.join(parts)}. A shareable page: `python -m searchbox report {folder}`."
+            parts.append(f"retrieval evaluation of {inert.literal(retrieval.get('questions', '?'))} questions")
+        heading = (f"**{inert.literal(folder.name)}**: {'; '.join(parts)}. A shareable page: "
+                   f"{inert.code(f'python -m searchbox report {folder}')}.")
         df = df if df is not None else results_frame([])
         figures = report_figures(df, retrieval or {})
         scored = list(dict.fromkeys(df.dropna(subset=["accuracy"])["entry"])) if not df.empty else []
@@ -104,21 +107,21 @@ class CompareView:
         try:
             df, _, _ = load_folder(self.resolve(text))
         except ValueError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(inert.html(exc)) from exc
         scored = df.dropna(subset=["accuracy"]) if df is not None and not df.empty else results_frame([])
         runs = {name: scored[scored["entry"] == name] for name in (a, b)}
         means = {name: question_means(zip(r["question_id"], r["accuracy"])) for name, r in runs.items()}
         paired = paired_comparison(means[a], means[b])
         if paired is None:
-            raise gr.Error(f"{a} and {b} have no scored question in common.")
+            raise gr.Error(inert.html(f"{a} and {b} have no scored question in common."))
         lines = []
         for name, r in runs.items():
             interval = accuracy_interval(zip(r["question_id"], r["accuracy"]))
-            lines.append(f"- **{name}**: accuracy {interval.mean:.2f} (95% interval {interval.low:.2f}–"
+            lines.append(f"- **{inert.literal(name)}**: accuracy {interval.mean:.2f} (95% interval {interval.low:.2f}–"
                          f"{interval.high:.2f}) over {interval.questions} questions, {len(r)} runs")
         verdict = ("A difference this lopsided is unlikely by chance (p < 0.05)." if paired.p_value < 0.05 else
                    "No evidence of a difference at p < 0.05.")
-        lines.append(f"- On {paired.questions} shared questions **{a}** wins {paired.wins}, loses {paired.losses}, "
+        lines.append(f"- On {paired.questions} shared questions **{inert.literal(a)}** wins {paired.wins}, loses {paired.losses}, "
                      f"ties {paired.ties}; mean difference {paired.mean_difference:+.2f}; exact sign test "
                      f"p = {format_p(paired.p_value)}. {verdict}")
         return "\n".join(lines) + f"\n\n{PAIRED_NOTE}"
@@ -162,11 +165,12 @@ class CompareView:
         if sweep is None:
             return "No sweep started from this app yet."
         runs = f"{sweep.done} of {sweep.total} runs"
+        folder = inert.code(sweep.folder)
         if sweep.error:
-            return f"Sweep into `{sweep.folder}` failed after {runs}: {sweep.error}"
+            return f"Sweep into {folder} failed after {runs}: {inert.literal(sweep.error)}"
         if sweep.finished is not None:
-            return f"Sweep finished in {sweep.finished - sweep.started:,.0f} s: {runs} in `{sweep.folder}`. Load it above."
-        return f"Sweep running for {time.time() - sweep.started:,.0f} s: {runs} done, into `{sweep.folder}`."
+            return f"Sweep finished in {sweep.finished - sweep.started:,.0f} s: {runs} in {folder}. Load it above."
+        return f"Sweep running for {time.time() - sweep.started:,.0f} s: {runs} done, into {folder}."
 
     def build(self) -> None:
         with gr.Row():

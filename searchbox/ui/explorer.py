@@ -21,6 +21,7 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
@@ -78,14 +79,14 @@ def load_dataroom(upload: str | None, settings: Settings, new_folder: Callable[[
         workspace = Workspace.create(folder, source, settings)
     except DataroomError as exc:
         remove_job_folder(folder)
-        raise gr.Error(str(exc)) from exc
+        raise gr.Error(inert.html(exc)) from exc  # it may name the zip's members: Gradio shows it as HTML
     discard(previous)
     rows = workspace.corpus.statuses()
     read = sum(r["status"] == "ok" for r in rows)
-    name = source.name if upload else "the built-in dataroom"
+    name = inert.literal(source.name) if upload else "the built-in dataroom"  # the visitor's file name
     summary = f"**{name}**: {read} of {len(rows)} files read, {len(workspace.corpus.chunks)} chunks. " \
               f"Retrieval: `{settings.embed_model}`, {settings.search_mode} search, reranker `{settings.rerank_model}`."
-    summary = "\n\n".join([summary, *(f"ℹ️ {note}" for note in notes)])
+    summary = "\n\n".join([summary, *(f"ℹ️ {inert.markdown(note)}" for note in notes)])
     return workspace, summary, [[r[c] for c in STATUS_COLUMNS] for r in rows]
 
 

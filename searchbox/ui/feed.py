@@ -12,10 +12,10 @@ import json
 import re
 from typing import Any
 
+from searchbox import inert
 from searchbox.records.events import (PREVIEW_CHARS, AssistFired, Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart,
                                       Stop, ToolEnd, ToolStart, TurnEnd, TurnStart)
 from searchbox.agent.prompts import CONTINUE
-from searchbox.ui.answer import inert_markdown
 
 Message = dict[str, Any]
 
@@ -27,9 +27,9 @@ _NOTICE_ICONS = {"warning": "⚠️", "error": "❌"}
 
 class Feed:
     def __init__(self, question: str) -> None:
-        # The question and the model's text are rendered as Markdown: made inert like the answer (nothing
-        # they hold may load from outside the app). Tool results are shown in code fences already.
-        self._messages: list[Message] = [{"role": "user", "content": inert_markdown(question)}]
+        # Everything shown is the model's, a document's or a visitor's: Markdown goes through searchbox.inert
+        # (nothing in it may load from outside the app); arguments and results are shown in code fences.
+        self._messages: list[Message] = [{"role": "user", "content": inert.markdown(question)}]
         self._tools: dict[str, Message] = {}  # call_id -> its message; ids repeat across steps, the latest wins
         self._streams: dict[str, tuple[Message, list[str]]] = {}  # "text"/"reasoning" of the current step
         self._dirty: set[str] = set()
@@ -79,10 +79,10 @@ class Feed:
                 log = f"{tokens_before:,} tokens before, summary of {chars:,} chars"
                 self._append("", title=f"🗜️ Context compacted (#{n})", status="done", log=log)
             case AssistFired(assist=assist, hook=hook, sent=sent):  # the harness acting, not the model
-                self._append(inert_markdown(sent), title=f"🧩 Assist {assist} ({hook.replace('_', ' ')})", status="done")
+                self._append(inert.markdown(sent), title=f"🧩 Assist {assist} ({hook.replace('_', ' ')})", status="done")
             case Notice(level=level, message=message):
-                if level in _NOTICE_ICONS:  # warnings and errors stay in plain sight
-                    self._append(f"{_NOTICE_ICONS[level]} {message}")
+                if level in _NOTICE_ICONS:  # warnings and errors stay in plain sight; they may quote tool output
+                    self._append(f"{_NOTICE_ICONS[level]} {inert.markdown(message)}")
                 else:
                     self._append("", title=f"ℹ️ {_one_line(message, 200)}", status="done")
             case Stop(reason=reason, turns=turns, done=done):
@@ -111,11 +111,11 @@ class Feed:
         text = event.text.strip()
         streamed = self._streams.get("text")
         if streamed and text:
-            streamed[0]["content"] = inert_markdown(text)
+            streamed[0]["content"] = inert.markdown(text)
         elif streamed:
             self._remove(streamed[0])
         elif text:  # a replay from events.jsonl has no deltas
-            self._append(inert_markdown(text))
+            self._append(inert.markdown(text))
         self._close_streams()
 
     def _tool_end(self, event: ToolEnd) -> None:
@@ -130,17 +130,17 @@ class Feed:
         if name == "bash" and "exit_code" in details:
             programs = ", ".join(details.get("programs") or []) or "none"
             status = cut or ("timed out" if details.get("timed_out") else f"exit code {details['exit_code']}")
-            parts.append(f"programs: {programs} · {status}")
+            parts.append(f"programs: {inert.literal(programs)} · {status}")
             log = "timed out" if details.get("timed_out") else f"exit {details['exit_code']}"
         elif event.is_error:
             log = "error"
         log = cut or event.gist or log
         parts.append(_fenced(_clip(event.preview)))
         message["content"] = "\n\n".join(parts)
-        title = inert_markdown(_tool_title(name, arguments))
+        title = inert.markdown(_tool_title(name, arguments))
         message["metadata"]["title"] = f"⚠ {title}" if event.is_error else title
         if log:
-            message["metadata"]["log"] = inert_markdown(log)
+            message["metadata"]["log"] = log
         self._done(message, round(event.duration_ms / 1000, 2))
         self._turn_tools += 1
 
@@ -149,12 +149,12 @@ class Feed:
     def _append(self, content: str, title: str | None = None, status: str | None = None,
                 log: str | None = None) -> Message:
         message: Message = {"role": "assistant", "content": content}
-        if title is not None:  # titles and logs are Markdown too, and quote tool arguments and results
-            metadata: dict[str, Any] = {"title": inert_markdown(title)}
+        if title is not None:  # a title is Markdown, and quotes tool arguments and results; a log is text
+            metadata: dict[str, Any] = {"title": inert.markdown(title)}
             if status:
                 metadata["status"] = status
             if log:
-                metadata["log"] = inert_markdown(log)
+                metadata["log"] = log
             message["metadata"] = metadata
         if status == "pending":
             self._pending[id(message)] = message
@@ -181,7 +181,7 @@ class Feed:
             message, parts = self._streams[kind]
             joined = "".join(parts)
             parts[:] = [joined]
-            message["content"] = inert_markdown(joined)
+            message["content"] = inert.markdown(joined)
         self._dirty.clear()
 
     def _close_streams(self) -> None:

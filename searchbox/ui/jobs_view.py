@@ -10,9 +10,9 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.jobs.store import JobRecord
 from searchbox.records.job_folder import JobFolder
-from searchbox.ui.answer import inert_markdown
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.visitors import operator_details
@@ -27,6 +27,11 @@ def job_row(record: JobRecord, meta: dict[str, Any]) -> list[Any]:
     created = dt.datetime.fromtimestamp(record.created_at).strftime("%Y-%m-%d %H:%M")
     return [record.id[:8], record.state, record.question[:90], meta.get("turns", 0), tokens,
             record.stop_reason or "", created]
+
+
+def job_heading(record: JobRecord) -> str:
+    """A visitor's question is Markdown an operator may open: rendered inert, like answers."""
+    return f"**{record.state}** · {inert.markdown(record.question)}"
 
 
 class JobsView:
@@ -69,9 +74,7 @@ class JobsView:
         job_dir = self.services.store.job_dir(record.id)
         problems = Problems()
         values = await asyncio.to_thread(self.panels.fill, job_dir, problems, downloads_for=downloads_for)
-        # A visitor's question is Markdown an operator may open: rendered inert, like answers.
-        heading = f"**{record.state}** · {inert_markdown(record.question)}"
-        return {self.heading: problems.under(heading), **values}
+        return {self.heading: problems.under(job_heading(record)), **values}
 
     async def redraw(self, job_id: str, owner: str, was_going: bool) -> dict[Any, Any]:
         """On the timer: the opened run's view again while it goes, and once more when it has ended

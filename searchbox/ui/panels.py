@@ -16,11 +16,12 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.jobs.bundle import downloads
 from searchbox.records.citation_check import answer_digest
 from searchbox.records.citations import cited_ids
 from searchbox.records.job_folder import JobFolder
-from searchbox.ui.answer import inert_markdown, render_answer, render_sources
+from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.handoff import offer
 
@@ -46,7 +47,8 @@ class Problems:
             return make()
         except Exception as exc:  # one panel's failure must not blank the others
             log.exception("could not prepare %s", what)
-            self.items.append(f"⚠️ {what} could not be shown: {type(exc).__name__}: {exc}")
+            # The message may quote a job's files: shown as written, inert.
+            self.items.append(f"⚠️ {what} could not be shown: {type(exc).__name__}: {inert.literal(exc)}")
             return fallback
 
     def under(self, status: str) -> str:
@@ -59,7 +61,7 @@ def read_answer(job_dir: Path) -> tuple[str, str]:
     read, sources = folder.read_answer(), folder.read_sources()
     markdown = read.text
     if read.problem:  # the problem names only what stands there, never a link's target
-        return f"⚠️ No answer: work/{inert_markdown(read.problem)}", render_sources(sources, [])
+        return f"⚠️ No answer: work/{inert.markdown(read.problem)}", render_sources(sources, [])
     if not markdown:
         return "*No answer yet.*", render_sources(sources, [])
     return render_answer(markdown, sources, recorded_checks(job_dir, markdown)), render_sources(sources, cited_ids(markdown))

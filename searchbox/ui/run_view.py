@@ -20,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox import inert
 from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
@@ -193,7 +194,7 @@ class RunView:
         try:
             rows = Workspace.create(tmp / "job", Path(upload), self.services.settings).corpus.statuses()
         except DataroomError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(inert.html(exc)) from exc  # it may name the zip's members: Gradio shows it as HTML
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
@@ -217,7 +218,7 @@ class RunView:
                                              visitor=store.visitor_of(client_address(http)),
                                              limits=QueueLimits.of(settings))
         except (DataroomError, SettingsError, ValueError) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(inert.html(exc)) from exc
         if request.jina_key:
             self.services.remember_secrets(record.id, {"jina_api_key": request.jina_key})
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from searchbox import inert
 from searchbox.cancel import COMPLETED, CUT_CAUSES, TIMED_OUT, Cancelled
 from searchbox.tools.bash_programs import programs_in
 from searchbox.tools.builtin.common import LIMIT_NOTE
@@ -33,7 +34,8 @@ def bash(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                                config=ctx.sandbox, cancel=ctx.cancel)
     except (SandboxUnavailable, PlumbingError) as exc:
         return ToolResult(f"bash cannot run: {exc}", is_error=True, details={"command": command, "refused": str(exc)})
-    cut = truncate_tail(result.output, max_bytes=ctx.max_bytes)
+    # Without terminal control codes: the model, the feed and a terminal printing the result see the same text.
+    cut = truncate_tail(inert.terminal(result.output), max_bytes=ctx.max_bytes)
     text = cut.text.rstrip("\n")
     spilled = cut.truncated or result.truncated_bytes > 0
     if spilled and result.spill_file:
@@ -53,7 +55,7 @@ def bash(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         status = f"Command exited with code {result.exit_code}"
     notes = [*result.notes]
     if result.removed:
-        shown = ", ".join(result.removed[:5]) + (f" and {len(result.removed) - 5} more" if len(result.removed) > 5 else "")
+        shown = inert.terminal(", ".join(result.removed[:5])) + (f" and {len(result.removed) - 5} more" if len(result.removed) > 5 else "")
         notes.append(f"the job's working folder may hold {ctx.sandbox.job_disk_bytes // 2**20} MB and "
                      f"{ctx.sandbox.job_inodes:,} files beyond the dataroom: removed what this command wrote past "
                      f"that ({shown})")
