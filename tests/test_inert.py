@@ -194,7 +194,7 @@ def test_the_explorer_shows_an_uploads_file_name_as_written(tmp_path: Path, pack
     upload = tmp_path / "<img src=https:127.0.0.1:9 onerror=alert(1)>.zip"
     with zipfile.ZipFile(upload, "w") as z:
         z.writestr("notes/a.md", "The lease ends in 2029.")
-    workspace, summary, _ = load_dataroom(str(upload), packaged_settings)
+    workspace, summary, _ = load_dataroom(str(upload), packaged_settings, lambda: tmp_path / "explore")
     discard(workspace)
     assert "1 of 1 files read" in summary and live_in_markdown(summary) == []
     name = _MARKDOWN.renderInline(summary.split("**:")[0] + "**")
@@ -207,7 +207,7 @@ def test_a_refused_uploads_member_names_are_escaped_in_the_error(tmp_path: Path,
     with zipfile.ZipFile(upload, "w") as z:
         z.writestr(f"../<img src={LEAK}>.md", "x")
     with pytest.raises(gr.Error) as refused:
-        load_dataroom(str(upload), packaged_settings)
+        load_dataroom(str(upload), packaged_settings, lambda: tmp_path / "explore")
     assert "points outside the dataroom" in refused.value.message and "&lt;img" in refused.value.message
     assert live_in_html(refused.value.message) == []
 
