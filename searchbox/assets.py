@@ -13,3 +13,6 @@ BUILTIN_VECTORS = ASSETS_DIR / "dataroom_vectors.sqlite"
 # and its question set: retrieval measured on text this project did not write.
 PYDOCS_DATAROOM = ASSETS_DIR / "pydocs_dataroom.zip"
 PYDOCS_QUESTIONS = ASSETS_DIR / "pydocs_questions.jsonl"
+# The same dataroom asked in another style: must-facts written as short claims, not spans
+# ("The dataset has 20,640 instances"), as question sets written elsewhere often are.
+PYDOCS_CLAIM_QUESTIONS = ASSETS_DIR / "pydocs_claims_questions.jsonl"

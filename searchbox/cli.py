@@ -22,6 +22,7 @@ from searchbox import inert
 from searchbox.agent.control import RunControl
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs
@@ -207,14 +208,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     """Score a finished run; the full record goes to RUN_DIR/score.json."""
     from searchbox.evaluation.questions import find_question, load_questions
     from searchbox.evaluation.scoring import format_score, score_run
-    from searchbox.llm.connect import connect
     from searchbox.records.files import write_json
 
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ValueError(f"no run folder at {run_dir}")
     question = find_question(load_questions(Path(args.questions)), args.id)
-    judge = connect(Settings.resolve(), on_note=lambda note: print(f"note: {note}")) if args.judge else None
+    judge = connect_judge(args, Settings.resolve())
     try:
         score = score_run(run_dir, question, judge)
     finally:
@@ -225,6 +225,25 @@ def cmd_score(args: argparse.Namespace) -> int:
     print(format_score(score))
     print(f"score written to {written}")
     return 0
+
+
+def connect_judge(args: argparse.Namespace, base: Settings) -> ChatModel | None:
+    """The judge --judge asks for: the endpoint --judge-url names (a strong model, apart from the runs'),
+    else the configured model (LLAMA_URL, or the built-in runtime: the packaged model offline)."""
+    from searchbox.llm.connect import connect
+
+    if not (args.judge or args.judge_url):
+        return None
+    settings = base.with_overrides(llama_url=args.judge_url, model_id=args.judge_model or "") if args.judge_url else base
+    return connect(settings, on_note=lambda note: print(f"note: {note}"))
+
+
+def add_judge(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--judge", action="store_true",
+                        help=f"also have a model grade {what}: the configured one (LLAMA_URL, else LLM_GGUF), or "
+                        "--judge-url's; its prompt and raw reply are kept in score.json, and each score names its grader")
+    parser.add_argument("--judge-url", help="the judge's OpenAI-compatible endpoint (implies --judge)")
+    parser.add_argument("--judge-model", help="the model id sent to --judge-url")
 
 
 def cmd_retrieval_eval(args: argparse.Namespace) -> int:
@@ -252,7 +271,6 @@ def cmd_ablate(args: argparse.Namespace) -> int:
                                                select_questions)
     from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
     from searchbox.evaluation.questions import load_questions
-    from searchbox.llm.connect import connect
     from searchbox.records.files import read_json
 
     if args.repeats < 1:
@@ -280,7 +298,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
               f"{verdict}{judged}, {row['turns']} turn(s), {row['tokens']['total']:,} tokens, "
               f"{row['wall_s'] or 0:.1f}s ({row['stop_reason']})", flush=True)
 
-    judge = connect(base, on_note=lambda note: print(f"note: {note}")) if args.judge else None
+    judge = connect_judge(args, base)
     try:
         results = run_sweep(matrix, questions, source, out, base, endpoints=endpoints, progress=progress,
                             repeats=args.repeats, judge=judge)
@@ -288,7 +306,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         print("\ninterrupted: run the same command again to resume the sweep", file=sys.stderr)
         return 130
     finally:
-        if judge is not None and base.llama_url:  # a loaded llama.cpp model is kept for later runs
+        if judge is not None and (args.judge_url or base.llama_url):  # a loaded llama.cpp model is kept for later runs
             judge.close()
     print(format_summary(read_json(out / SUMMARY)))
     print(f"results: {results}; summary: {out / SUMMARY}")
@@ -389,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("run_dir", metavar="RUN_DIR", help="the run's job folder")
     score.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set JSONL (default: the built-in one)")
     score.add_argument("--id", required=True, help="the id of the run's question in the question set (e.g. q001)")
-    score.add_argument("--judge", action="store_true", help="also ask the configured model (LLAMA_URL or LLM_GGUF) for a verdict")
+    add_judge(score, "the answer")
     score.set_defaults(func=cmd_score)
     evaluation = dataroom_command("retrieval-eval", "gold-file recall of grep, BM25, dense, hybrid, dense+rerank")
     evaluation.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set (JSONL, SPEC 4)")
@@ -409,9 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     ablate.add_argument("--repeats", type=int, default=1,
                         help="runs per entry and question, repeat k with sampling seed LLM_SEED+k-1 (LLM_SEED unset: k); "
                         "reports give 95%% intervals and paired tests")
-    ablate.add_argument("--judge", action="store_true",
-                        help="also have the configured model (LLAMA_URL or LLM_GGUF) grade every answer; "
-                        "its prompt and raw reply are kept in each run's score.json and row")
+    add_judge(ablate, "every answer (summary.json: its agreement with the lexical verdicts)")
     add_set(ablate, "for every run of the sweep")
     ablate.set_defaults(func=cmd_ablate)
     report = sub.add_parser("report", help="an HTML report with charts (and PNGs) of a sweep or retrieval-eval folder")

@@ -26,6 +26,7 @@ from searchbox.evaluation.ablation import first_seed, run_sweep, select_question
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
                                          load_matrix, parse_matrix)
+from searchbox.records.fact_match import LEXICAL_VERSION
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.tools.catalog import CATALOG_TOOLS
@@ -123,7 +124,15 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
     assert forced["stop_reason"] == "budget_spent" and (forced["turns"], forced["force_budget"]) == (2, True)
     assert forced["tokens"]["total"] == 51  # a third request: the answer to Continue.
 
-    scores = {r["question_id"]: r["score"] for r in rows[:3]}
+    scores = {r["question_id"]: dict(r["score"]) for r in rows[:3]}
+    for score in scores.values():  # each score names its grader and keeps each fact's verdict with its reason
+        assert score.pop("grader") == {"lexical": LEXICAL_VERSION, "judge": None}
+        assert all(set(f) == {"fact", "kind", "status", "explanation"} for f in score["facts"])
+    assert [(f["fact"], f["status"]) for f in scores["leave"]["facts"]] == [("28 days", "present"),
+                                                                           ("sixteen weeks", "absent")]
+    assert scores["lease"].pop("facts") == [{"fact": "31 March 2029", "kind": "must", "status": "present",
+                                             "explanation": 'exact: "The lease runs until 31 March 2029."'}]
+    assert scores["dublin"].pop("facts")[0]["explanation"].startswith("missing frankfurt")
     assert scores["lease"] == {"verdict": "correct", "fact_recall": 1.0, "citation_validity": 1.0,
                                "citation_precision": 1.0, "citation_recall": 1.0, "citation_supported": 1.0,
                                "premise_corrected": None}
@@ -357,7 +366,8 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
         # No gold answer, but citations are still checked against their sources.
         assert row["score"] == {"verdict": None, "fact_recall": None, "citation_validity": 1.0,
                                 "citation_precision": None, "citation_recall": None, "premise_corrected": None,
-                                "citation_supported": 1.0}
+                                "citation_supported": 1.0, "facts": [],
+                                "grader": {"lexical": LEXICAL_VERSION, "judge": "scripted"}}
         judge = row["judge"]
         assert judge["verdict"] == "correct" and judge["raw"] == '{"verdict": "correct", "reason": "it names the end date"}'
         assert "There is no reference answer" in judge["prompt"] and QUESTIONS[0]["question"] in judge["prompt"]
@@ -374,6 +384,28 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
     # The same folder is the same question: another --query would mix two questions' runs in one file.
     argv[argv.index("--query") + 1] = "Something else?"
     assert cli_main(argv) == 2 and "holds a sweep of another question" in capsys.readouterr().err
+
+
+def test_a_judged_sweep_reports_how_often_the_judge_agrees_with_the_lexical_verdict(
+        dataroom: Path, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, matrix, questions = tmp_path / "judged", tmp_path / "matrix.json", tmp_path / "questions.jsonl"
+    matrix.write_text(json.dumps({"entries": MATRIX["entries"][:1]}))
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    with ScriptedEndpoint(default=judge_or_answer) as server:  # the judge calls every answer correct
+        knobs = {"LLAMA_URL": server.url, "MODEL_ID": "scripted", "RETRIEVAL_PRESET": "packaged",
+                 "SEARCHBOX_CACHE_DIR": str(cache)}
+        argv = ["ablate", "--matrix", str(matrix), "--dataroom", str(dataroom), "--out", str(out), "--judge",
+                "--questions", str(questions), *(a for k, v in knobs.items() for a in ("--set", f"{k}={v}"))]
+        assert cli_main(argv) == 0, capsys.readouterr().err
+    assert "judge agrees with the lexical verdict: kw-b1 1/3" in capsys.readouterr().out
+    rows = read_jsonl(out / "results.jsonl")
+    assert [r["score"]["verdict"] for r in rows] == ["correct", "partial", "wrong"]
+    assert all(r["score"]["grader"] == {"lexical": LEXICAL_VERSION, "judge": "scripted"} for r in rows)
+    [entry] = read_json(out / "summary.json")["entries"]
+    assert entry["judge_agreement"] == {"runs": 3, "agree": 1, "rate": 0.3333,
+                                        "crosstab": {"correct": {"correct": 1}, "partial": {"correct": 1},
+                                                     "wrong": {"correct": 1}}}
+    assert entry["graders"] == [f"lexical {LEXICAL_VERSION} + judge scripted"]
 
 
 def test_query_refuses_a_question_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

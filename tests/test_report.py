@@ -20,6 +20,7 @@ from plotly.offline import get_plotlyjs
 
 from searchbox.evaluation import report_charts as charts
 from searchbox.evaluation.intervals import wilson
+from searchbox.evaluation.report_graders import fact_table, grader_table
 from searchbox.evaluation.report import (configurations, load_results, paired_table, report_figures, results_frame,
                                          strip_budget, summary_table, write_report)
 from searchbox.settings import Settings
@@ -229,6 +230,42 @@ def test_compare_view_loads_a_sweep_folder(tmp_path: Path) -> None:
     with pytest.raises(gr.Error, match="operator"):  # a demo's visitors see only the sweeps folder
         view.load(str(outside))
     assert CompareView(settings.with_overrides(searchbox_operator=True)).load(str(outside))[1] is not None
+
+
+def test_runs_graded_differently_are_never_pooled_and_every_fact_verdict_is_shown(tmp_path: Path) -> None:
+    rows = []
+    for i in range(4):
+        row = result_row("baseline", i, TYPES[i])
+        if i >= 2:  # scored again by the claim-reading matcher, with a judge; the first two rows predate graders
+            fact = {"fact": "three (3) years", "kind": "must", "status": "contradicted",
+                    "explanation": '2 where the fact has 3 (beside \'years\') in "an initial two-year term"'}
+            row["score"] = row["score"] | {"grader": {"lexical": 2, "judge": "judge-7b"}, "facts": [fact]}
+            row["judge"] = {"model": "judge-7b", "verdict": "correct" if i == 2 else "wrong"}
+        rows.append(row)
+    folder = tmp_path / "sweeps" / "mixed"
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    df = load_results(folder)
+    old, new = "baseline [lexical 1]", "baseline [lexical 2 + judge judge-7b]"
+    assert list(dict.fromkeys(df["entry"])) == [old, new]
+    assert list(summary_table(df)["entry"]) == [old, new]
+    graders = grader_table(df).set_index("entry")
+    assert graders.loc[new, "contradicted"] == 2 and graders.loc[new, "facts present"] == 0
+    agree = sum(r["judge"]["verdict"] == r["score"]["verdict"] for r in rows[2:])
+    assert graders.loc[new, "judged runs"] == 2 and graders.loc[new, "judge agrees"] == f"{agree} of 2"
+    assert graders.loc[old, "judged runs"] == 0 and graders.loc[old, "contradicted"] == "–"
+    facts = fact_table(df)
+    assert list(facts["question"]) == ["q002", "q003"] and set(facts["verdict"]) == {"contradicted"}
+
+    text = write_report(folder, on_note=lambda note: None).read_text()
+    assert "<h3>Graders</h3>" in text and "lexical 2 + judge judge-7b" in text
+    assert "Fact verdicts (2 facts of 4 runs)" in text and "2 where the fact has 3" in text
+    assert "2 runs were recorded before scores kept each fact" in text
+
+    view = CompareView(Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / "jobs")))
+    shown_graders, shown_facts = view.graders("mixed")
+    assert shown_graders.equals(grader_table(df)) and shown_facts.equals(facts)
 
 
 def repeated_sweep(folder: Path) -> Path:

@@ -17,7 +17,8 @@ from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.assets import BUILTIN_QUESTIONS
 from searchbox.evaluation.judge import JUDGE_PROMPT
 from searchbox.evaluation.questions import load_questions
-from searchbox.evaluation.scoring import fact_present, score_run
+from searchbox.evaluation.scoring import fact_present, format_score, score_run
+from searchbox.records.fact_match import LEXICAL_VERSION
 from searchbox.llm.openai_client import OpenAIClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,6 +139,24 @@ def test_a_wrong_answer_and_a_missing_answer(tmp_path: Path) -> None:
     assert empty["verdict"] == "wrong" and empty["reason"] == "work/ANSWER.md is empty"
 
 
+def test_each_fact_says_what_its_verdict_rests_on_and_the_score_names_its_grader(tmp_path: Path) -> None:
+    question = {"id": "t1", "type": "literal", "question": "What is the initial term of the MSA?",
+                "answer": "Three (3) years from 1 April 2022.", "must_facts": ["three (3) years", "1 April 2022"],
+                "gold_files": []}
+    answer = "The MSA has an initial two-year term that began on 1 April 2022 [s1]."
+    score = score_run(make_run(tmp_path / "run", answer), question)
+    term, start = score["facts"]
+    assert term["status"] == "contradicted" and not term["present"]
+    assert term["explanation"] == ("2 where the fact has 3 (beside 'years') in "
+                                   '"The MSA has an initial two-year term that began on 1 April 2022."')
+    assert start["status"] == "present" and start["rule"] == "exact"
+    assert start["passage"] == "The MSA has an initial two-year term that began on 1 April 2022."
+    assert score["verdict"] == "partial" and score["reason"] == "1 of 2 facts present, 1 contradicted"
+    assert score["grader"] == {"lexical": LEXICAL_VERSION, "judge": None}
+    printed = format_score(score)
+    assert "CONTRADICTED" in printed and "2 where the fact has 3" in printed
+
+
 def test_computed_facts_count_like_must_facts(tmp_path: Path) -> None:
     question = {**CHURN, "must_facts": ["$138,000"], "computed_facts": ["$908,000"]}
     score = score_run(make_run(tmp_path / "run", "$138,000 was counted twice [s1]."), question)
@@ -235,6 +254,19 @@ def test_the_cli_judge_uses_the_configured_endpoint(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "judge (" in result.stdout and "correct - all facts" in result.stdout
     assert json.loads((run / "score.json").read_text())["judge"]["verdict"] == "correct"
+
+
+def test_the_cli_judge_can_be_another_endpoint_than_the_runs_model(tmp_path: Path) -> None:
+    questions = write_questions(tmp_path / "q.jsonl", [CHURN])
+    run = make_run(tmp_path / "run", "Churn was 5.9% [s1], not 6.8% [s2]; $138,000 was counted twice.")
+    with ScriptedEndpoint([Reply(text='{"verdict": "correct", "reason": "all facts"}')]) as endpoint:
+        result = score_cli(str(run), "--questions", str(questions), "--id", "c1", "--judge-url", endpoint.url,
+                           "--judge-model", "judge-70b", env={"LLAMA_URL": "http://127.0.0.1:9/v1"})
+        sent = endpoint.requests[0].body
+    assert result.returncode == 0, result.stderr
+    assert sent["model"] == "judge-70b" and "You grade an answer" in sent["messages"][0]["content"]
+    stored = json.loads((run / "score.json").read_text())
+    assert stored["judge"]["verdict"] == "correct" and stored["grader"] == {"lexical": LEXICAL_VERSION, "judge": "judge-70b"}
 
 
 @pytest.mark.parametrize(("rows", "message"), [

@@ -15,7 +15,9 @@ into the same folder keeps the runs it has.
 
 Ad-hoc questions (no gold answer, as `ablate --query` makes) are scored on behaviour only: tools,
 tokens, time and citations; their rows carry no verdict and no accuracy. A judge model, when given,
-grades every answer; its prompt and raw reply are kept in the run's score.json and the row.
+grades every answer; its prompt and raw reply are kept in the run's score.json and the row, and
+summary.json says per entry how often it agreed with the lexical verdict. Every row's score names its
+grader (evaluation/grader.py) and holds each fact's verdict with the passage it rests on.
 
 Resuming: the same sweep started again into the same folder skips each (entry, question, repeat) that
 has a row, or whose job folder holds a finished run (the row is rebuilt from its records). An unfinished
@@ -45,6 +47,7 @@ from searchbox.agent.control import RunControl
 from searchbox.agent.run import connect_and_run
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.evaluation.files import RESULTS, SUMMARY, SWEEP, VERDICT_POINTS
+from searchbox.evaluation.grader import grader_label, judge_agreement, row_grader
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
 from searchbox.evaluation.matrix import SAFE_NAME, MatrixEntry, MatrixError
 from searchbox.evaluation.scoring import score_run
@@ -56,6 +59,7 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "total")
+FACT_FIELDS = ("fact", "kind", "status", "explanation")
 _RESUMABLE = frozenset({"paused", "interrupted"})  # clean stops: whole records, a session to resume
 Progress = Callable[[dict[str, Any], int, int], None]  # (new row, rows done, rows in the sweep)
 Question = dict[str, Any]
@@ -253,6 +257,9 @@ def build_row(entry: MatrixEntry, question: Question, job_dir: Path, out: Path, 
             "citation_recall": None if adhoc else citations["recall"],
             "citation_supported": citations["supported_rate"],
             "premise_corrected": score["premise"]["corrected"] if score["premise"] is not None else None,
+            "grader": score["grader"],
+            # Each fact's verdict and the passage it rests on, for the report and the Compare tab.
+            "facts": [] if adhoc else [{k: f[k] for k in FACT_FIELDS} for f in score["facts"]],
         },
         "job_dir": job_dir.relative_to(out).as_posix(),
     }
@@ -283,6 +290,8 @@ def summarize(rows: list[dict[str, Any]], entry_names: list[str]) -> dict[str, A
             "accuracy": _accuracy(mine),
             "accuracy_ci": interval.as_dict() if interval is not None else None,
             "judge_accuracy": _mean(VERDICT_POINTS[r["judge"]["verdict"]] for r in judged) if judged else None,
+            "judge_agreement": judge_agreement(mine),
+            "graders": sorted({grader_label(row_grader(r)) for r in mine}),
             "fact_recall": _mean(r["score"]["fact_recall"] for r in mine),
             "citation_validity": _mean(r["score"]["citation_validity"] for r in mine),
             "citation_precision": _mean(r["score"]["citation_precision"] for r in mine),
@@ -327,6 +336,10 @@ def format_summary(summary: dict[str, Any]) -> str:
     judged = [e for e in summary["entries"] if e.get("judge_accuracy") is not None]
     if judged:
         lines.append("judge accuracy: " + ", ".join(f"{e['entry']} {e['judge_accuracy']:.2f}" for e in judged))
+        agreements = [(e["entry"], e["judge_agreement"]) for e in judged if e.get("judge_agreement")]
+        if agreements:
+            lines.append("judge agrees with the lexical verdict: " + ", ".join(
+                f"{name} {a['agree']}/{a['runs']}" for name, a in agreements))
     comparisons = summary.get("comparisons") or []
     if comparisons:
         lines += ["", "paired, question by question (A vs B: wins/losses/ties of A; exact sign test)"]

@@ -22,6 +22,7 @@ from plotly.offline import get_plotlyjs
 from searchbox.evaluation import report_charts as charts
 from searchbox.evaluation.files import RESULTS, RETRIEVAL, SWEEP, VERDICT_POINTS
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
+from searchbox.evaluation.report_graders import graders_html, keep_graders_apart
 from searchbox.records.files import read_json, read_jsonl
 
 SUMMARY_COLUMNS = ["entry", "runs", "questions", "accuracy", "95% interval", "fact recall", "citation validity",
@@ -59,11 +60,13 @@ def load_results(out: Path, pool_harnesses: bool = False) -> pd.DataFrame:
 
 def results_frame(rows: list[dict[str, Any]], pool_harnesses: bool = False) -> pd.DataFrame:
     """Result rows as a DataFrame: score.*, tokens.* and assist_firings.* flattened to columns, plus
-    `accuracy` (the verdict as 1 / 0.5 / 0), `harness` (harness_label) and `config` (the tool configuration
-    the budget curve draws a line for). An entry whose runs ran under different harnesses (version,
-    commit, assists, parser) becomes one entry per harness, named with it, unless `pool_harnesses`."""
+    `accuracy` (the verdict as 1 / 0.5 / 0), `harness` (harness_label), `config` (the tool configuration
+    the budget curve draws a line for) and `grader` (report_graders.py). An entry whose runs ran under
+    different harnesses (version, commit, assists, parser) becomes one entry per harness, named with it,
+    unless `pool_harnesses`; an entry graded by different graders is always one entry per grader."""
     base = pd.DataFrame([{key: row.get(key, default) for key, default in _BASE.items()} for row in rows],
                         columns=list(_BASE))
+    base = keep_graders_apart(base, rows)  # rows graded differently are never pooled
     base["harness"] = [harness_label(h) for h in base["harness"]]
     if not pool_harnesses and not base.empty:
         mixed = base.groupby("entry")["harness"].transform("nunique") > 1
@@ -221,6 +224,7 @@ def render_html(name: str, df: pd.DataFrame | None, retrieval: dict[str, Any] | 
         if not paired.empty:
             table += (f"<h3>Paired comparisons</h3>{paired.to_html(index=False, border=0, classes='summary')}"
                       f"<p class='note'>{html.escape(PAIRED_NOTE)}</p>")
+        table += graders_html(df)
         sweep_details = (f"<details><summary>sweep.json</summary><pre>{html.escape(json.dumps(sweep, indent=2))}</pre></details>"
                          if sweep else "")
         charts_html = "".join(chart(k) for k in ("score_by_type", "budget_curve", "tool_usage", "cost"))

@@ -1,10 +1,12 @@
 """Scoring a finished run against one question of a question set (SPEC 4).
 
 The answer is scored without the text it only echoed from the harness's messages (records/echoes.py).
-A score record holds must-fact recall (fuzzy wording, exact numbers: see records/facts.py) and the
-verdict it implies, citation validity against the run's source ledger, each citation's check against
-its source (supported / unsupported / unchecked: records/citation_check.py, as run_meta.json recorded it
-or, for a run recorded before checks or whose answer changed since, checked again), citation precision and
+A score record holds must-fact recall (wording, word order and inflection tolerated, numbers exact:
+records/fact_match.py), each fact with its status (present / contradicted / absent) and the passage of
+the answer it rests on, the verdict they imply and the grader that gave them (evaluation/grader.py);
+citation validity against the run's source ledger, each citation's check against its source
+(supported / unsupported / unchecked: records/citation_check.py, as run_meta.json recorded it or, for a
+run recorded before checks or whose answer changed since, checked again), citation precision and
 recall against the question's gold files, for a negative question whether the false premise was
 corrected, and, when a judge model is given, the judge's verdict with its prompt and raw reply.
 Ratios whose denominator is zero (no citations, no gold files) are None, not 0: nothing to measure.
@@ -16,12 +18,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.facts import fact_present
+from searchbox.evaluation.grader import grader_of
 from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
 from searchbox.records.citation_check import CHECKER_VERSION, VERDICTS, answer_digest
 from searchbox.records.citations import cited_ids
 from searchbox.records.echoes import job_echoes
+from searchbox.records.fact_match import fact_present, match_fact
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.workspace import Workspace
@@ -49,10 +52,10 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     # What the answer only echoed from the harness's own messages earns no fact and no citation.
     text = job_echoes(answer, job_dir).scored if answer else ""
 
-    facts = [{"fact": f, "kind": "must", "present": fact_present(f, text)} for f in question["must_facts"]]
-    facts += [{"fact": f, "kind": "computed", "present": fact_present(f, text)}
-              for f in question.get("computed_facts", [])]
+    facts = [fact_verdict(f, "must", text, question["question"]) for f in question["must_facts"]]
+    facts += [fact_verdict(f, "computed", text, question["question"]) for f in question.get("computed_facts", [])]
     present = sum(f["present"] for f in facts)
+    contradicted = sum(f["status"] == "contradicted" for f in facts)
     score["facts"] = facts
     score["fact_recall"] = present / len(facts) if facts else None
     score["verdict"] = "correct" if facts and present == len(facts) else "partial" if present else "wrong"
@@ -61,12 +64,20 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     elif not answer.strip():
         score["reason"] = "work/ANSWER.md is empty"
     else:
-        score["reason"] = f"{present} of {len(facts)} facts present"
+        score["reason"] = f"{present} of {len(facts)} facts present" + (f", {contradicted} contradicted"
+                                                                         if contradicted else "")
 
     score["citations"] = citation_scores(text, ledger, question["gold_files"], checked_citations(job_dir, answer or ""))
     score["premise"] = premise_correction(text, facts) if question["type"] == "negative" else None
     score["judge"] = judge_answer(judge, question, text) if judge is not None and score["answer_found"] else None
+    score["grader"] = grader_of(judge)
     return score
+
+
+def fact_verdict(fact: str, kind: str, answer: str, question: str = "") -> dict[str, Any]:
+    """One fact's entry in a score: present, status, the passage it rests on and a line explaining it."""
+    match = match_fact(fact, answer, question)
+    return {"fact": fact, "kind": kind, "present": match.present, **match.as_dict(), "explanation": match.explain()}
 
 
 def checked_citations(job_dir: Path, answer: str) -> dict[str, Any]:
@@ -124,8 +135,10 @@ def format_score(score: dict[str, Any]) -> str:
     lines = [f"question {score['id']} ({score['type']}): {score['question']}",
              f"verdict: {score['verdict']} ({score['reason']})"]
     for fact in score["facts"]:
-        mark = "present" if fact["present"] else "MISSING"
-        lines.append(f"  {mark:<8} {fact['kind']:<9} {fact['fact']}")
+        mark = {"present": "present", "contradicted": "CONTRADICTED"}.get(fact.get("status"), "MISSING")
+        lines.append(f"  {mark:<12} {fact['kind']:<9} {fact['fact']}")
+        if fact.get("explanation"):
+            lines.append(f"{'':<15}{fact['explanation']}")
     c = score["citations"]
     lines.append(f"citations: {len(c['cited'])} cited, {len(c['valid'])} valid"
                  + (f", invalid: {', '.join(c['invalid'])}" if c["invalid"] else "")

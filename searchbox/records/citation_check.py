@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from searchbox.records.citations import citing_sentences
-from searchbox.records.facts import DATE_IN_TEXT, fact_present, normalize, numbers
+from searchbox.records.facts import DATE_IN_TEXT, normalize, numbers, span_present
 
 VERDICTS = ("supported", "unsupported", "unchecked")
 # Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
@@ -124,7 +124,7 @@ def sentence_facts(sentence: str) -> list[Fact]:
 
 
 def fact_in(fact: Fact, source: str) -> bool:
-    if fact_present(fact.text, source):
+    if span_present(fact.text, source):
         return True
     return fact.kind in ("amount", "percent") and _rounded_in(fact, source)
 

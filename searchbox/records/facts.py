@@ -5,8 +5,9 @@ Both texts are first brought to one canonical form, so that formatting never dec
 whitespace, punctuation, currency symbols and codes, thousands separators, scale words ("$36.2M",
 "$36.2 million" and "$36,200,000" all become 36200000), number words ("twenty-two" -> 22),
 "percent" -> %, and dates ("April 1, 2022", "1st April 2022", "2022-04-01" -> "1 april 2022").
-A fact is present when its canonical form occurs among the answer's tokens, or when
-rapidfuzz's partial_ratio finds a close passage that also holds every number of the fact exactly:
+`span_present`, the first must-fact matcher (records/fact_match.py builds on it; the citation check looks
+a sentence's figures and names up with it): a fact is present when its canonical form occurs among the
+text's tokens, or when rapidfuzz's partial_ratio finds a close passage that also holds every number of the fact exactly:
 "5.9%" never matches "5.8%", nor "2,187,500" "2,187,600". A figure in accounting notation,
 "(1,925)", is read as statements print it, possibly in thousands or millions: "$1.925 million" holds it.
 """
@@ -44,7 +45,7 @@ _SCALES = {"thousand": 3, "k": 3, "million": 6, "mn": 6, "m": 6, "billion": 9, "
 _NUMBER = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?"
                      r"(?:\s*(thousand|million|billion|mn|bn)\b|(k|m|b)\b)?")
 _NUMBER_TOKEN = re.compile(r"\d+(?:\.\d+)?")
-_ACCOUNTING = re.compile(r"\(\s*[$£€]?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*\)")
+ACCOUNTING = re.compile(r"\(\s*[$£€]?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*\)")
 
 
 @functools.lru_cache(maxsize=256)  # a cited source is checked against each fact of each sentence citing it
@@ -71,9 +72,10 @@ def numbers(canonical: str) -> set[str]:
     return {_canonical_number(t) for t in canonical.split() if _NUMBER_TOKEN.fullmatch(t)}
 
 
-def fact_present(fact: str, text: str) -> bool:
+def span_present(fact: str, text: str) -> bool:
+    """The fact's canonical form among the text's tokens, or a close passage holding its numbers."""
     f, t = normalize(fact), normalize(text)
-    if accounting := _ACCOUNTING.fullmatch(fact.strip()):
+    if accounting := ACCOUNTING.fullmatch(fact.strip()):
         digits = accounting[1].replace(",", "") + (accounting[2] or "")
         return any(_canonical_number(digits, scale) in numbers(t) for scale in (0, 3, 6))
     if not f:

@@ -1,6 +1,7 @@
 """The Compare tab: an ablation sweep's (or retrieval evaluation's) summary table with 95% intervals,
-its charts, a paired comparison of two chosen entries question by question, and a small sweep over
-the built-in questions started in the background.
+its charts, a paired comparison of two chosen entries question by question, who graded the runs and
+every fact's verdict with the passage it rests on, and a small sweep over the built-in questions
+started in the background.
 
 It renders what `searchbox.evaluation.report` loads and `report_charts` draws, the same as the
 `report` command's page. Sweeps live in the `sweeps/` folder beside the jobs folder. A sweep folder
@@ -24,6 +25,7 @@ from searchbox.evaluation.files import RESULTS, RETRIEVAL
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
 from searchbox.evaluation.report import (INTERVAL_NOTE, PAIRED_COLUMNS, PAIRED_NOTE, SUMMARY_COLUMNS, load_folder,
                                          paired_table, report_figures, results_frame, summary_table)
+from searchbox.evaluation.report_graders import FACT_COLUMNS, GRADER_COLUMNS, GRADER_NOTE, fact_table, grader_table
 from searchbox.settings import Settings
 
 # The charts in the order of the tab's plots; a folder without retrieval.json shows those two empty.
@@ -98,6 +100,15 @@ class CompareView:
         pick_a = gr.update(choices=scored, value=scored[0] if scored else None)
         pick_b = gr.update(choices=scored, value=scored[1] if len(scored) > 1 else None)
         return (heading, summary_table(df), paired_table(df), pick_a, pick_b, *(figures[key] for key in CHARTS))
+
+    def graders(self, text: str | None) -> tuple[Any, Any]:
+        """(each entry's grader with its fact counts and judge agreement, every fact's verdict and why)."""
+        try:
+            df, _, _ = load_folder(self.resolve(text))
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from exc
+        df = df if df is not None else results_frame([])
+        return grader_table(df), fact_table(df)
 
     def compare(self, text: str | None, a: str | None, b: str | None) -> str:
         """Entry A against entry B on the questions both scored: each one's accuracy with its 95% interval,
@@ -189,9 +200,15 @@ class CompareView:
                 compare = gr.Button("Compare A with B", scale=1)
             verdict = gr.Markdown()
             pairs = gr.Dataframe(headers=PAIRED_COLUMNS, label="Every pair, question by question", interactive=False)
+        with gr.Accordion("Graders and fact verdicts", open=False):
+            gr.Markdown(GRADER_NOTE)
+            graders = gr.Dataframe(headers=GRADER_COLUMNS, interactive=False, label="Who graded each entry")
+            facts = gr.Dataframe(headers=FACT_COLUMNS, interactive=False, wrap=True,
+                                 label="Every fact of every run: its verdict and the passage it rests on")
         plots = [gr.Plot(label=key, show_label=False) for key in CHARTS]  # each figure carries its title
         rescan.click(lambda: gr.update(choices=sweep_folders(self.settings)), None, [folder], api_name=False)
-        load.click(self.load, [folder], [heading, table, pairs, pick_a, pick_b, *plots], api_name="compare_load")
+        loaded = load.click(self.load, [folder], [heading, table, pairs, pick_a, pick_b, *plots], api_name="compare_load")
+        loaded.success(self.graders, [folder], [graders, facts], api_name="compare_graders")
         compare.click(self.compare, [folder, pick_a, pick_b], [verdict], api_name="compare_pair")
         if not self.settings.searchbox_operator:  # 40 runs on the shared model slot, into a folder of the server's
             return
