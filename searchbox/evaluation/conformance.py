@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from searchbox.evaluation.probes import Probe, Situation, build_situations
+from searchbox.llm.call_parsing import with_call_parsing
 from searchbox.llm.errors import LLMError
 from searchbox.llm.parsing import parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
@@ -91,7 +92,7 @@ def score(situation: Situation, response: ChatResponse, seconds: float) -> Outco
             problem = "; ".join(p for p in problems if p)
     else:
         # With no tools on offer (a wrap-up) a call written as text is not parsed as one, yet it is no answer.
-        written = [] if calls else parse_tool_calls(response.text, _all_schemas(situation))[0]
+        written = [] if calls else parse_tool_calls(response.text, _all_schemas(situation), "lenient")[0]
         answered = not calls and not written and bool(response.text.strip())
         wrote = expect.write_answer and any(_writes_answer(c) and not p for c, p in zip(calls, problems))
         right = answered or wrote
@@ -220,7 +221,8 @@ def check_models(settings_per_model: list[Settings], probes: list[Probe], *, rep
     for wanted in settings_per_model:
         # The output cap a run with this model would get (its preset's, unless MAX_OUTPUT_TOKENS is set).
         connection = connect_for_run(wanted, on_note=lambda note: on_line(f"note: {note}"))
-        model, settings = connection.model, connection.settings
+        settings = connection.settings
+        model = with_call_parsing(connection.model, settings.tool_call_parsing)  # as a run reads its replies
         report = ModelReport(model.model_id, skipped=skipped)
         on_line(f"{model.model_id}: {len(situations)} probes x {repeat}")
         try:

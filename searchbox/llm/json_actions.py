@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.parsing import new_call_id
+from searchbox.llm.call_objects import new_call_id
 from searchbox.llm.types import Message, Tool, ToolCall
 
 # Limits the grammar converter unrolls into huge rules (or that only the validator needs).
