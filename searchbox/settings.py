@@ -140,12 +140,12 @@ class Settings:
         "the packaged models)"
     )
     tool_call_parsing: str = knob(
-        "strict", "how tool calls written in a reply's text are read: strict (only the tagged formats chat templates "
-        "define: JSON in tool_call tags, Qwen3.6's function/parameter XML), or lenient (also a JSON call object or a "
-        "NAME(key=value) call of a tool on offer that is fenced or stands on lines of its own, as small models write "
-        "them; never one inside a sentence); unless set, the built-in runtime's model preset fits it (lenient for "
-        "the packaged Qwen models)",
-        choices=("strict", "lenient"),
+        "lenient", "how tool calls written in a reply's text are read: lenient (the tagged formats chat templates "
+        "define, JSON in tool_call tags and Qwen3.6's function/parameter XML, and also a JSON call object or a "
+        "NAME(key=value) call of a tool on offer that is fenced or stands on lines of its own, as small models "
+        "write them; never one inside a sentence), or strict (the tagged formats only: what a model writes in its "
+        "template's own format)",
+        choices=("lenient", "strict"),
     )
     citation_quotes: bool = knob(
         False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "

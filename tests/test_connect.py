@@ -73,15 +73,14 @@ def test_limits_come_from_the_preset_unless_the_user_set_them() -> None:
     assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (16384, 2048, 12)
     assert fitted.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
                                        "FORCE_TOOL_STEPS": 1, "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",
-                                       "FORCED_TOOL": "search_dataroom", "TOOL_CALL_PARSING": "lenient"}
+                                       "FORCED_TOOL": "search_dataroom"}
     assert notes == []
 
     mine = Settings.resolve(env={"MAX_OUTPUT_TOKENS": "300", "CONTEXT_WINDOW": "24000", "FORCE_TOOL_STEPS": "0",
-                                 "TOOL_OUTPUT_BYTES": "51200", "TOOL_DESCRIPTIONS": "full", "TOOL_CALL_PARSING": "strict"})
+                                 "TOOL_OUTPUT_BYTES": "51200", "TOOL_DESCRIPTIONS": "full"})
     fitted, notes = fit_limits(mine, preset)
     assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (24000, 300, 12)
     assert (fitted.force_tool_steps, fitted.tool_output_bytes, fitted.tool_descriptions) == (0, 51200, "full")
-    assert fitted.tool_call_parsing == "strict"
     assert fitted.derived_config() == {"MAX_STEPS_PER_TURN": 12, "FORCED_TOOL": "search_dataroom"} and notes == []
 
     # Past what the model takes, the user's window is capped, with a note, and recorded as derived.
@@ -116,7 +115,7 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     settings = connection.settings
     assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
                                          "FORCE_TOOL_STEPS": 1, "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",
-                                         "FORCED_TOOL": "search_dataroom", "TOOL_CALL_PARSING": "lenient"}
+                                       "FORCED_TOOL": "search_dataroom"}
     [fallback] = notes  # one note says what auto picked and why it fell back
     assert fallback.startswith("LLM_GGUF=auto picked unsloth/Qwen3-1.7B-GGUF") and ", but unsloth/Qwen3-1.7B" in fallback
     assert "HF_HUB_OFFLINE is set" in fallback and f"falling back to {PACKAGED_QWEN_15B}" in fallback
@@ -190,7 +189,6 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
     meta = read_json(job_dir / "run_meta.json")
     # Steps per turn were the user's; a small model's turn starts with a forced tool step.
     assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024, "FORCE_TOOL_STEPS": 1,
-                               "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief", "FORCED_TOOL": "search_dataroom",
-                               "TOOL_CALL_PARSING": "lenient"}
+                               "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief", "FORCED_TOOL": "search_dataroom"}
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.live_split import LiveSplitter
 from searchbox.llm.call_objects import parse_arguments
-from searchbox.llm.parsing import parse_assistant_text, parse_tool_calls, split_reasoning
+from searchbox.llm.parsing import ParsedText, parse_assistant_text, parse_tool_calls, split_reasoning
+from searchbox.tools.registry import enabled_tools, offered_tools
 
 TOOLS = [
     {
@@ -199,6 +203,38 @@ def test_lenient_makes_no_call_from_prose(text: str) -> None:
     assert parse_tool_calls(text, WITH_GREP, "lenient") == ([], text.strip())
 
 
+CORPUS = Path(__file__).parent / "data" / "tool_call_replies.jsonl"
+# The formats each mode reads (the corpus labels; bench/tool_call_parsing.py prints the tally).
+READ_BY = {"strict": {"tagged"},
+           "lenient": {"tagged", "fenced-json", "bare-json", "line-json", "fenced-code", "bare-code", "line-code",
+                       "tools-tag"}}
+
+
+@pytest.mark.parametrize("mode", ["strict", "lenient"])
+def test_recorded_and_labelled_replies_are_read_as_labelled(mode: str) -> None:
+    tools = offered_tools(enabled_tools(None), bash=True).schemas("brief")  # a default run's, as presets show them
+    replies = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    # Read by neither: a call inside a sentence, a shell command in a bash fence, and prose.
+    assert {r["format"] for r in replies} == READ_BY["lenient"] | {"in-sentence", "shell-fence", "prose"}
+    for reply in replies:
+        calls, _ = parse_tool_calls(reply["text"], tools, mode)
+        meant = reply["intended"] if reply["format"] in READ_BY[mode] else []  # prose and in-sentence: none
+        assert [(c.name, c.arguments) for c in calls] == [(c["name"], c["arguments"]) for c in meant], reply["id"]
+
+
+def test_strict_leaves_a_call_in_the_tool_lists_tags_as_text() -> None:
+    call = '{"name": "find", "arguments": {"pattern": "*.md"}}'
+    assert parse_assistant_text(f"<tools>\n{call}\n</tools>", OFFERED, mode="strict") == ParsedText(call, "", [])
+
+
+def test_a_call_written_over_and_over_is_one_call() -> None:
+    line = '{"name": "grep", "arguments": {"pattern": "auditor", "path": "dataroom"}}'
+    other = '{"name": "grep", "arguments": {"path": "dataroom", "pattern": "audit"}}'
+    calls, rest = parse_tool_calls("\n".join([line, other, *[line] * 18, '{"name": "grep", "argu']), WITH_GREP, "lenient")
+    assert [c.arguments for c in calls] == [{"pattern": "auditor", "path": "dataroom"}, {"path": "dataroom", "pattern": "audit"}]
+    assert rest == '{"name": "grep", "argu'  # cut off by the output cap: no call
+
+
 def test_a_tagged_call_leaves_written_ones_as_text() -> None:
     text = '<tool_call>{"name": "find", "arguments": {}}</tool_call>\nsearch_dataroom(query="x")'
     calls, rest = parse_tool_calls(text, WITH_GREP, "lenient")
@@ -213,6 +249,10 @@ def test_a_tagged_call_leaves_written_ones_as_text() -> None:
          '"parameters": {"type": "object", "properties": {}}}}\n</tools>', "", []),
         ("<tools>\nfind, read, grep", "", []),  # cut off before it closed
         ('<tools></tools>\n<tool_call>\n{"name": "find", "arguments": {}}\n</tool_call>', "", ["find"]),
+        # The 1.5B's call in the tool list's tags (with forcing off): a call, not an echo.
+        ('<tools>\n{"name": "find", "arguments": {"pattern": "*.md"}}\n</tools>', "", ["find"]),
+        ('I will search.\n<tools>\n{"type": "function", "function": {"name": "find", "arguments": {}}}\n</tools>',
+         "I will search.", ["find"]),
         ("The auditor is Hollis & Grange LLP [s2].\n<tools></tools>", "The auditor is Hollis & Grange LLP [s2].", []),
         # The 0.5B's final message in a run: a tool result it repeated, which became ANSWER.md.
         ("<tool_response>\nFile not found: dataroom/initial_term.pdf\n</tool_response>", "", []),

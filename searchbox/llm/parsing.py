@@ -13,7 +13,8 @@ Used when an endpoint returns no native `tool_calls` (SPEC 2.3). Two modes (TOOL
 
 Template markup a small model echoes is dropped: a `<tools>...</tools>` block (the template's tool
 list) or a `<tool_response>...</tool_response>` block (a tool result it made up or repeated) is
-neither a call nor answer text. Broken JSON is repaired where possible; what cannot be repaired
+neither a call nor answer text; a `<tools>` block that holds nothing but calls of offered tools
+keeps them, as text (a call outside the `<tool_call>` tags: lenient reads it). Broken JSON is repaired where possible; what cannot be repaired
 becomes a `ToolCall` with a `parse_error`, never an exception. Unknown tool names in tagged calls
 are left for the loop to answer.
 """
@@ -28,7 +29,7 @@ from typing import Any, Literal
 from searchbox.llm.call_objects import call_from_object, new_call_id
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.types import Tool, ToolCall, dump_arguments
-from searchbox.llm.written_calls import FENCE, written_calls
+from searchbox.llm.written_calls import FENCE, holds_only_calls, written_calls
 
 ToolCallParsing = Literal["strict", "lenient"]
 PARSING_MODES: tuple[ToolCallParsing, ...] = ("strict", "lenient")
@@ -46,7 +47,7 @@ _MARKUP = re.compile(
 )
 _FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
-_ECHOES = re.compile(r"<(tools|tool_response)>.*?(?:</\1>|\Z)", re.S)
+_ECHOES = re.compile(r"<(tools|tool_response)>(.*?)(?:</\1>|\Z)", re.S)
 _STRAY_TAGS = re.compile(r"</?tool_call>|</function>|</parameter>")
 _NAME = re.compile(r"""["']?name["']?\s*:\s*["']([^"']+)["']""")
 
@@ -100,10 +101,18 @@ def parse_tool_calls(
             calls.append(_xml_call(match.group("fn"), match.group("fn_body"), tools))
         return ""
 
-    rest = _STRAY_TAGS.sub("", _MARKUP.sub(take, _ECHOES.sub("", text)))
+    rest = _STRAY_TAGS.sub("", _MARKUP.sub(take, _ECHOES.sub(lambda echo: _unechoed(echo, tools), text)))
     if not calls and mode == "lenient":
         calls, rest = written_calls(rest, tools)
     return calls, rest.strip()
+
+
+def _unechoed(echo: re.Match[str], tools: list[Tool] | None) -> str:
+    """Nothing of echoed template markup, but the calls of a <tools> block that holds nothing else:
+    the 1.5B, left to choose, wrapped its call in the tool list's tags in 2 of 6 first steps. They
+    stay as text, which lenient reads as calls."""
+    body = echo.group(2)
+    return body if echo.group(1) == "tools" and holds_only_calls(body, tools) else ""
 
 
 def _calls_in_block(body: str, tools: list[Tool] | None) -> list[ToolCall]:

@@ -15,7 +15,7 @@ from searchbox.settings import Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
 LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "force_tool_steps", "forced_tool",
-               "tool_output_bytes", "tool_descriptions", "tool_call_parsing")
+               "tool_output_bytes", "tool_descriptions")
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,6 @@ class Preset:
     # Forced to pick, the packaged 1.5B chose grep on an invented path in 2 of 10 literal questions and
     # answered neither; the 8 that searched first got 4 right and 1 partly.
     forced_tool: str = ""
-    # Left to choose, the packaged Qwen2.5-Coder models write most of their calls outside the
-    # <tool_call> tags (a fenced JSON object, search_dataroom(query=...)): lenient reads those
-    # (bench/tool_call_parsing.py).
-    tool_call_parsing: str = "strict"
 
     @property
     def packaged(self) -> bool:
@@ -109,7 +105,6 @@ PRESETS: tuple[Preset, ...] = (
         tool_output_bytes=4096,
         tool_descriptions="brief",
         forced_tool="search_dataroom",
-        tool_call_parsing="lenient",
     ),
     Preset(
         "qwen2.5-coder-0.5b",
@@ -127,7 +122,6 @@ PRESETS: tuple[Preset, ...] = (
         tool_output_bytes=4096,
         tool_descriptions="brief",
         forced_tool="search_dataroom",
-        tool_call_parsing="lenient",
     ),
     Preset(
         "gemma3-270m",

@@ -17,11 +17,13 @@ writes both when left to choose, e.g.
 
 A call inside a sentence, an object naming no tool on offer, a tool definition echoed from the
 prompt, or a fenced block that also holds anything else stays text: nothing is made up from prose.
+A call written more than once in a reply is one call.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 from typing import Any
 
@@ -50,7 +52,25 @@ def written_calls(text: str, tools: list[Tool] | None) -> tuple[list[ToolCall], 
         pieces.append("" if found else fence.group(0))
         position = fence.end()
     pieces.append(_take_set_apart(text[position:], tools, offered, calls))
-    return (calls, "".join(pieces)) if calls else ([], text)
+    return (_distinct(calls), "".join(pieces)) if calls else ([], text)
+
+
+def holds_only_calls(text: str, tools: list[Tool] | None) -> bool:
+    """Whether `text` is nothing but set-apart calls of offered tools."""
+    return bool(_block_calls(text, tools, offered_names(tools)))
+
+
+def _distinct(calls: list[ToolCall]) -> list[ToolCall]:
+    """Each call once: the packaged 0.5B, left to choose, wrote one call line over and over until the
+    output cap, 20 copies in a reply."""
+    seen: set[tuple[str, str]] = set()
+    distinct = []
+    for call in calls:
+        key = (call.name, json.dumps(call.arguments, sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            distinct.append(call)
+    return distinct
 
 
 def _take_set_apart(text: str, tools: list[Tool] | None, offered: set[str], calls: list[ToolCall]) -> str:
