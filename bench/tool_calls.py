@@ -3,12 +3,14 @@ prompt and a question of the built-in set, through the built-in runtime (LlamaCp
 several presentations of the tools, with tool_choice "auto" and "required" (grammar-held).
 
     python bench/tool_calls.py --gguf MODEL.gguf [--questions 8] [--first 0] [--only NAMES] [--log FILE]
+                               [--parsing strict|lenient]
 
 A presentation is the system prompt's first paragraph (the earlier "work step by step" or today's
 "act, do not describe"), how the default tools are described (TOOL_DESCRIPTIONS full, or brief as
 the packaged models' presets set it), and whether the runtime adds its example call. Per presentation and tool_choice it prints:
 responses with a parseable call of an offered tool, calls with every required argument, responses
-that answered in words, the mean latency, the median decode tokens/s by the wall clock and by
+that answered in words, the mean output tokens per response (on the "required" rows: what a forced,
+grammar-held call costs), the mean latency, the median decode tokens/s by the wall clock and by
 llama.cpp's counter (which times the model alone: the gap is sampling, where a grammar costs), and
 the tools called. The questions of one presentation share their system prompt, so its prefix is
 evaluated once and then reused from the KV cache.
@@ -37,8 +39,10 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.agent.prompts import HARNESS, system_prompt  # noqa: E402
 from searchbox.llm.assemble import ResponseBuilder  # noqa: E402
-from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp  # noqa: E402
-from searchbox.llm.types import ChatResponse, Tool  # noqa: E402
+from searchbox.llm.call_parsing import with_call_parsing  # noqa: E402
+from searchbox.llm.llamacpp_runtime import load_llamacpp  # noqa: E402
+from searchbox.llm.parsing import PARSING_MODES  # noqa: E402
+from searchbox.llm.types import ChatModel, ChatResponse, Tool  # noqa: E402
 from searchbox.tools.registry import enabled_tools, offered_tools  # noqa: E402
 
 QUESTIONS = ROOT / "assets" / "questions.jsonl"
@@ -85,6 +89,7 @@ class _RawText:
 @dataclass
 class Tally:
     latencies: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)  # output tokens per response
     decode_speeds: list[float] = field(default_factory=list)  # wall clock: sampling (and its grammar) included
     eval_speeds: list[float] = field(default_factory=list)  # llama.cpp's counter: the model alone
     calls: int = 0
@@ -94,6 +99,7 @@ class Tally:
 
     def add(self, response: ChatResponse, tools: list[Tool], seconds: float) -> None:
         self.latencies.append(seconds)
+        self.tokens.append(response.usage.output)
         if "decode_tokens_per_s" in response.timings and "llama_decode_tokens_per_s" in response.timings:
             self.decode_speeds.append(response.timings["decode_tokens_per_s"])
             self.eval_speeds.append(response.timings["llama_decode_tokens_per_s"])
@@ -112,7 +118,8 @@ class Tally:
         top = ", ".join(f"{tool} {count}" for tool, count in self.tools.most_common(4))
         decode, evaluate = statistics.median(self.decode_speeds or [0]), statistics.median(self.eval_speeds or [0])
         return (f"{name:<36} {n:>3} {self._pct(self.calls):>6} {self._pct(self.complete):>6} "
-                f"{self._pct(self.answered):>6} {statistics.mean(self.latencies):>6.1f} {decode:>6.1f} {evaluate:>6.1f}  {top}")
+                f"{self._pct(self.answered):>6} {statistics.mean(self.tokens):>6.0f} {statistics.mean(self.latencies):>6.1f} "
+                f"{decode:>6.1f} {evaluate:>6.1f}  {top}")
 
     def _pct(self, count: int) -> str:
         return f"{100 * count / len(self.latencies):.0f}%"
@@ -135,9 +142,12 @@ def main() -> None:
     parser.add_argument("--only", default="", help=f"comma-separated presentations to run, of: {', '.join(PRESENTATIONS)}")
     parser.add_argument("--choices", default="auto,required")
     parser.add_argument("--log", type=Path, help="append every response here as JSON lines, to read what was written")
+    parser.add_argument("--parsing", choices=PARSING_MODES, default="strict",
+                        help="TOOL_CALL_PARSING: how calls written in the text are read (the packaged presets: lenient)")
     args = parser.parse_args()
 
     model = load_llamacpp(args.gguf, args.n_ctx)
+    reader = with_call_parsing(model, args.parsing)
     if args.log:
         _RawText.install()
     template = model._llama.metadata.get("tokenizer.chat_template", "")
@@ -146,7 +156,7 @@ def main() -> None:
     questions = _spread(args.first + args.questions)[args.first:]
     print(f"{model.model_id}: call format {model.call_format}, {len(questions)} questions x {args.samples} samples, "
           f"max_tokens {args.max_tokens}, {model.features['n_threads']} threads")
-    columns = ("call", "args", "words", "mean s", "dec/s", "eval/s")
+    columns = ("call", "args", "words", "tokens", "mean s", "dec/s", "eval/s")
     print(f"{'presentation / tool_choice':<36} {'n':>3} " + " ".join(f"{c:>6}" for c in columns) + "  tools called")
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     for name, presentation in PRESENTATIONS.items():
@@ -155,11 +165,11 @@ def main() -> None:
         prompt, tools = setup(presentation)
         model.example_calls = presentation.example
         for choice in args.choices.split(","):
-            tally = _run(model, name, prompt, tools, choice, questions, args)
+            tally = _run(reader, name, prompt, tools, choice, questions, args)
             print(tally.row(f"{name} / {choice}"), flush=True)
 
 
-def _run(model: LlamaCppModel, name: str, prompt: str, tools: list[Tool], choice: str, questions: list[str],
+def _run(model: ChatModel, name: str, prompt: str, tools: list[Tool], choice: str, questions: list[str],
          args: argparse.Namespace) -> Tally:
     tally = Tally()
     for question in questions:

@@ -149,6 +149,14 @@ class Settings:
         "search_dataroom", "with the forced_tool assist: the tool turn 1's forced steps must call when the run offers "
         "it (empty turns the assist off; set, it turns it on)"
     )
+    tool_call_parsing: str = knob(
+        "lenient", "how tool calls written in a reply's text are read: lenient (the tagged formats chat templates "
+        "define, JSON in tool_call tags and Qwen3.6's function/parameter XML, and also a JSON call object or a "
+        "NAME(key=value) call of a tool on offer that is fenced or stands on lines of its own, as small models "
+        "write them; never one inside a sentence), or strict (the tagged formats only: what a model writes in its "
+        "template's own format)",
+        choices=("lenient", "strict"),
+    )
     citation_quotes: bool = knob(
         False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "
         "in its source makes the citation unsupported"

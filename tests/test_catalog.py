@@ -61,6 +61,10 @@ def test_silly_values_are_clamped_with_a_note() -> None:
     assert args["paths"] == ["finance"]
     args, _ = validate_arguments(REGISTRY["cluster"], {"texts": ["a"], "threshold": 7})
     assert args["threshold"] == 0.999
+    # The bounds a forced call's grammar holds to (schema_grammar) hold for every call.
+    args, notes = validate_arguments(tool, {"query": "q" * 900, "paths": [f"dataroom/{'x' * 300}", "a", "b", "c", "d"]})
+    assert len(args["query"]) == 500 and args["paths"] == [f"dataroom/{'x' * 247}", "a", "b", "c"]
+    assert "'paths' items cut to 256 characters" in notes and "'paths' cut to its first 4 items" in notes
 
 
 def test_defaults_are_filled() -> None:

@@ -26,8 +26,10 @@ AUDITOR = "The FY2025 auditor is Pellworth & Strand LLP [s1]."
 # What a model that does everything right replies to each built-in probe.
 RIGHT = {
     "first-step": Reply(tool_calls=[{"name": "grep", "arguments": {"pattern": "audit", "ignoreCase": True}}]),
-    "first-step-forced": Reply(tool_calls=[{"name": "search_dataroom", "arguments": {"query": "FY2025 auditor"}}]),
-    "named-tool-forced": Reply(tool_calls=[{"name": "search_dataroom", "arguments": {"query": "Cobalt Ridge interest rate"}}]),
+    "first-step-forced": Reply(tool_calls=[{"name": "search_dataroom", "arguments": {"query": "FY2025 auditor"}}],
+                               usage={"prompt_tokens": 900, "completion_tokens": 21}),
+    "named-tool-forced": Reply(tool_calls=[{"name": "search_dataroom", "arguments": {"query": "Cobalt Ridge interest rate"}}],
+                               usage={"prompt_tokens": 900, "completion_tokens": 27}),
     "read-named-file": Reply(tool_calls=[{"name": "read", "arguments": {"path": "./dataroom/03_legal/duluth_lease_abstract.txt"}}]),
     "read-found-file": Reply(tool_calls=[{"name": "read", "arguments": {
         "path": "dataroom/03_legal/brannock_manufacturing_and_supply_agreement_2023.pdf"}}]),
@@ -102,6 +104,7 @@ def test_a_model_that_does_everything_right_passes_every_probe(situations: list[
     assert summary["passed"] == 8 and summary["responses"] == 8
     assert summary["parseable"] == (6, 6) and summary["right_tool"] == (6, 6) and summary["valid_args"] == (6, 6)
     assert summary["forced_call"] == (2, 2) and summary["answers"] == (2, 2) and summary["errors"] == 0
+    assert summary["forced_tokens"] == 24  # the forced probes' output tokens, on average
     assert summary["mean_latency_s"] > 0
 
 
@@ -194,8 +197,8 @@ def test_the_command_prints_a_table_per_model_and_writes_every_response(
                      "--set", f"SEARCHBOX_CACHE_DIR={tmp_path / 'cache'}"])
     printed = capsys.readouterr().out
     assert code == 0
-    assert "| model | passed | parseable call | right tool | valid args | forced -> call |" in printed
-    assert "| scripted-1 | 14/16 | 10/12 (83%) | 10/12 (83%) | 10/10 (100%) | 4/4 (100%) | 4/4 (100%) |" in printed
+    assert "| model | passed | parseable call | right tool | valid args | forced -> call | tokens per forced call |" in printed
+    assert "| scripted-1 | 14/16 | 10/12 (83%) | 10/12 (83%) | 10/10 (100%) | 4/4 (100%) | 24 | 4/4 (100%) |" in printed
     assert "FAIL first-step" in printed
     saved = json.loads(out.read_text())
     assert saved["repeat"] == 2 and len(saved["models"][0]["outcomes"]) == 16

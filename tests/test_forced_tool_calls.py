@@ -17,11 +17,11 @@ import pytest
 from searchbox.llm import LLMError
 from searchbox.llm.call_format import call_format, example_call, render_call
 from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
-from searchbox.llm.json_actions import grammar_schema
+from searchbox.llm.schema_grammar import MAX_CHARS, MAX_ITEMS, grammar_schema
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.parsing import parse_tool_calls
-from searchbox.llm.tool_grammar import MAX_ITEMS, call_grammar
+from searchbox.llm.tool_grammar import call_grammar
 from searchbox.tools.registry import REGISTRY
 
 N_CTX = 4096
@@ -88,6 +88,22 @@ def test_parameters_named_like_schema_keywords_stay_in_the_grammar() -> None:
     assert '"\\"pattern\\""' in call_grammar([grep], "json")
 
 
+def test_a_forced_call_is_bounded_by_its_schema() -> None:
+    search = next(t for t in ALL_TOOLS if t["function"]["name"] == "search_dataroom")["function"]["parameters"]
+    bounded = grammar_schema(search)["properties"]
+    assert bounded["query"]["maxLength"] == 500
+    assert (bounded["paths"]["maxItems"], bounded["paths"]["items"]["maxLength"]) == (4, 256)
+    read = next(t for t in ALL_TOOLS if t["function"]["name"] == "read")["function"]["parameters"]
+    assert grammar_schema(read)["properties"]["path"]["maxLength"] == MAX_CHARS  # a path's 4,096, capped
+    assert grammar_schema({"type": "array", "items": {}})["maxItems"] == MAX_ITEMS  # a list the schema leaves open
+    # The brief schema the packaged presets show keeps the bounds the grammar is built from.
+    brief = next(t for t in REGISTRY.schemas("brief") if t["function"]["name"] == "search_dataroom")
+    assert grammar_schema(brief["function"]["parameters"]) == grammar_schema(search)
+    for fmt in ("json", "xml"):
+        grammar = call_grammar([{"type": "function", "function": {"name": "search_dataroom", "parameters": search}}], fmt)
+        assert "{0,500}" in grammar and "{0,256}" in grammar and "{0,3}" in grammar  # 1 + up to 3 more paths
+
+
 @pytest.mark.real_model
 def test_required_forces_one_call_in_the_models_format(qwen: LlamaCppModel) -> None:
     assert qwen.call_format == "json" and not qwen.json_actions
@@ -98,12 +114,25 @@ def test_required_forces_one_call_in_the_models_format(qwen: LlamaCppModel) -> N
         [call] = response.tool_calls
         assert call.name in {t["function"]["name"] for t in TOOLS} and call.parse_error is None
         assert _required(call.name) <= set(call.arguments)
-        # This model repeats file names in search_dataroom's paths: the list ends at the cap, the call closes.
-        assert len(call.arguments.get("paths", [])) <= MAX_ITEMS
+        # This model repeats file names in search_dataroom's paths: the list ends at the schema's 4, the call closes.
+        assert len(call.arguments.get("paths", [])) <= 4
         assert [e.tool_call for e in events if e.kind == "tool_call"] == [call]
         assert response.text == "" and response.finish_reason == "tool_calls"
         assert response.usage.input > 0 and 0 < response.usage.output < 320
         assert response.timings["decode_tokens_per_s"] > 0
+
+
+@pytest.mark.real_model
+def test_a_forced_call_holds_no_more_than_its_schema_allows(qwen: LlamaCppModel) -> None:
+    # Asked to search ten folders, the model lists all ten under an unbounded grammar (126 tokens);
+    # search_dataroom's schema allows 4 paths of 256 characters, and so does its grammar.
+    folders = ", ".join(f"dataroom/{n}" for n in ("01_corporate", "02_finance", "03_legal", "04_operations", "05_people",
+                                                  "06_technology", "07_tax", "08_insurance", "09_board", "10_audit"))
+    messages = [MESSAGES[0], {"role": "user", "content": f"{MESSAGES[1]['content']} Search all of these folders: {folders}."}]
+    forced = {"type": "function", "function": {"name": "search_dataroom"}}
+    [call] = qwen.complete(messages, TOOLS, max_tokens=600, temperature=0, tool_choice=forced).tool_calls
+    paths = call.arguments.get("paths", [])
+    assert call.parse_error is None and 0 < len(paths) <= 4 and all(len(path) <= 256 for path in paths)
 
 
 @pytest.mark.real_model

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from searchbox.llm.assemble import ResponseBuilder
 from searchbox.llm.json_actions import parse_action
 from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.parsing import parse_arguments, parse_assistant_text
+from searchbox.llm.call_objects import parse_arguments
+from searchbox.llm.call_parsing import read_written_calls
+from searchbox.llm.parsing import PARSING_MODES, parse_assistant_text
 from searchbox.llm.types import ChatResponse, StreamEvent, ToolCall, Usage
 
 # derandomize: the same examples on every run, so a failure is reproducible and CI is stable.
@@ -32,7 +34,7 @@ MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<function=", "
 FRAGMENTS = (*MARKERS, "<function=read>", "<parameter=path>", "```json\n", "{", "}", "[", "]", "\"", "'", ":",
              ",", "\\", "\n", " ", "name", "arguments", "parameters", "function", "tool", "answer", "True", "None",
              "null", "NaN", "Infinity", "1e999", "-0", "é", "ß", "ª", "$x", "_", "{'a': {1, 2}}", "b'x'",
-             "[" * 50, "{\"a\":" * 30, "\x00", "\u2028", "😀")
+             "[" * 50, "{\"a\":" * 30, "\x00", "\u2028", "😀", "read(", "read(path=", ")", "=", "`")
 
 TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {
     "path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}}}}]
@@ -90,14 +92,20 @@ def _shown(events: list[StreamEvent], kind: str) -> str:
 
 
 @FUZZ
-@given(text=messy_text, starts_in_reasoning=st.booleans())
-@example(text="<tool_call>{é}</tool_call>", starts_in_reasoning=False)
-@example(text="<tool_call>{'name': 'x', 'arguments': {'a': {1, 2}}}</tool_call>", starts_in_reasoning=False)
-@example(text="<tool_call>{\"name\": \"x\", \"arguments\": {[1]: 2}}</tool_call>", starts_in_reasoning=False)
-@example(text="<function=x><parameter=a>" + "[" * 5000 + "</parameter></function>", starts_in_reasoning=False)
-def test_any_text_parses_without_raising(text: str, starts_in_reasoning: bool) -> None:
+@given(text=messy_text, starts_in_reasoning=st.booleans(), mode=st.sampled_from(PARSING_MODES))
+@example(text="<tool_call>{é}</tool_call>", starts_in_reasoning=False, mode="strict")
+@example(text="<tool_call>{'name': 'x', 'arguments': {'a': {1, 2}}}</tool_call>", starts_in_reasoning=False,
+         mode="strict")
+@example(text="<tool_call>{\"name\": \"x\", \"arguments\": {[1]: 2}}</tool_call>", starts_in_reasoning=False,
+         mode="strict")
+@example(text="<function=x><parameter=a>" + "[" * 5000 + "</parameter></function>", starts_in_reasoning=False,
+         mode="strict")
+@example(text="read(path=" + "[" * 5000 + ")", starts_in_reasoning=False, mode="lenient")
+@example(text="read(path={1, 2}, offset=b'x')", starts_in_reasoning=False, mode="lenient")
+@example(text='{"function": "read", "arguments": {"a": {1, 2}}}', starts_in_reasoning=False, mode="lenient")
+def test_any_text_parses_without_raising(text: str, starts_in_reasoning: bool, mode: str) -> None:
     TALLY.count("tool-call parser, arbitrary text")
-    parsed = parse_assistant_text(text, TOOLS, starts_in_reasoning=starts_in_reasoning)
+    parsed = parse_assistant_text(text, TOOLS, starts_in_reasoning=starts_in_reasoning, mode=mode)
     assert isinstance(parsed.text, str) and isinstance(parsed.reasoning, str)
     for call in parsed.tool_calls:
         _assert_well_formed(call)
@@ -214,6 +222,9 @@ def test_a_valid_call_in_any_text_and_chunks_is_the_same_call(
     events += builder.finish(Usage(), {})
     response = events[-1].response
     assert response is not None
+    if form == "fenced":  # outside the tags: read by a lenient run's model (call_parsing), not by the backend
+        assert response.tool_calls == []
+        response = read_written_calls(response, tools)
 
     assert [(c.name, c.arguments, c.parse_error) for c in response.tool_calls] == [(name, arguments, None)]
     assert json.loads(response.tool_calls[0].raw_arguments) == arguments

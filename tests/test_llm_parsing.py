@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.live_split import LiveSplitter
-from searchbox.llm.parsing import parse_arguments, parse_assistant_text, parse_tool_calls, split_reasoning
+from searchbox.llm.call_objects import parse_arguments
+from searchbox.llm.parsing import ParsedText, parse_assistant_text, parse_tool_calls, split_reasoning
+from searchbox.tools.registry import enabled_tools, offered_tools
 
 TOOLS = [
     {
@@ -74,14 +79,15 @@ def test_unclosed_xml_call_at_the_end_of_the_message_still_parses() -> None:
 def test_fenced_json_inside_tags_and_bare_fenced_calls() -> None:
     calls, _ = parse_tool_calls('<tool_call>\n```json\n{"name": "ls", "arguments": {"path": "."}}\n```\n</tool_call>')
     assert calls[0].arguments == {"path": "."}
-    calls, rest = parse_tool_calls('I will search.\n```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```', OFFERED)
+    calls, rest = parse_tool_calls('I will search.\n```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```', OFFERED,
+                                   "lenient")
     assert [(c.name, c.arguments) for c in calls] == [("find", {"pattern": "*.md"})]
     assert rest == "I will search."
 
 
 def test_a_fenced_block_that_is_not_a_call_stays_in_the_text() -> None:
     text = 'Here is the data:\n```json\n{"revenue": 48.2}\n```'
-    calls, rest = parse_tool_calls(text, OFFERED)
+    calls, rest = parse_tool_calls(text, OFFERED, "lenient")
     assert calls == [] and rest == text
 
 
@@ -99,14 +105,15 @@ def test_a_fenced_block_that_is_not_a_call_stays_in_the_text() -> None:
     ],
 )
 def test_untagged_calls_of_offered_tools(text: str, name: str, arguments: dict) -> None:
-    calls, rest = parse_tool_calls(text, OFFERED)
+    calls, rest = parse_tool_calls(text, OFFERED, "lenient")
     assert [(c.name, c.arguments, c.parse_error) for c in calls] == [(name, arguments, None)]
     assert rest == ""
+    assert parse_tool_calls(text, OFFERED, "strict") == ([], text.strip())  # strict reads the template's tags only
 
 
 def test_a_bare_list_of_calls_is_every_call() -> None:
     text = '[{"name": "find", "arguments": {"pattern": "*.md"}}, {"name": "search_dataroom", "arguments": {"query": "lease"}}]'
-    assert [c.name for c in parse_tool_calls(text, OFFERED)[0]] == ["find", "search_dataroom"]
+    assert [c.name for c in parse_tool_calls(text, OFFERED, "lenient")[0]] == ["find", "search_dataroom"]
 
 
 @pytest.mark.parametrize(
@@ -127,15 +134,111 @@ def test_a_bare_list_of_calls_is_every_call() -> None:
     ],
 )
 def test_prose_and_json_that_is_no_call_stay_text(text: str) -> None:
-    calls, rest = parse_tool_calls(text, OFFERED)
+    calls, rest = parse_tool_calls(text, OFFERED, "lenient")
     assert calls == [] and rest == text.strip()
 
 
 def test_untagged_calls_need_tools_on_offer() -> None:
     # A wrap-up offers no tools: a call written then is part of the answer, not a call.
     text = '```json\n{"name": "find", "arguments": {"pattern": "*.md"}}\n```'
-    assert parse_tool_calls(text, None) == ([], text)
-    assert parse_tool_calls('{"name": "find", "arguments": {}}', None) == ([], '{"name": "find", "arguments": {}}')
+    assert parse_tool_calls(text, None, "lenient") == ([], text)
+    assert parse_tool_calls('{"name": "find", "arguments": {}}', None, "lenient") == ([], '{"name": "find", "arguments": {}}')
+    assert parse_tool_calls('find(pattern="*.md")', None, "lenient") == ([], 'find(pattern="*.md")')
+
+
+# The tools of the lenient tests: what a default run offers, in short.
+WITH_GREP = [*OFFERED, {"type": "function", "function": {"name": "grep", "parameters": {"type": "object", "properties": {
+    "pattern": {"type": "string"}, "path": {"type": "string"}}}}}]
+
+
+# Calls the packaged Qwen2.5-Coder models wrote outside the <tool_call> tags with forcing off, and the
+# ways they set them apart (tests/data/tool_call_replies.jsonl holds the recorded ones).
+@pytest.mark.parametrize(
+    "text, calls, rest",
+    [
+        ('```json\n{"function": "grep", "arguments": {"pattern": "visual tokens", "path": "dataroom"}}\n```',
+         [("grep", {"pattern": "visual tokens", "path": "dataroom"})], ""),
+        ('search_dataroom(query="auditor\'s report", k=1, paths=["dataroom/models"])',
+         [("search_dataroom", {"query": "auditor's report", "k": 1, "paths": ["dataroom/models"]})], ""),
+        ("```python\nsearch_dataroom(query='lease end date')\n```", [("search_dataroom", {"query": "lease end date"})], ""),
+        ('I will search the dataroom.\nsearch_dataroom(query="lease")', [("search_dataroom", {"query": "lease"})],
+         "I will search the dataroom."),
+        ('Next:\n  `find(pattern="*.md", path=null)`\nThen I read it.', [("find", {"pattern": "*.md", "path": None})],
+         "Next:\n\nThen I read it."),
+        ('Next:\n{"name": "find", "arguments": {"pattern": "*.md"}}', [("find", {"pattern": "*.md"})], "Next:"),
+        ('search_dataroom("lease end")', [("search_dataroom", {"query": "lease end"})], ""),  # schema order
+        ('search_dataroom(\n    query="lease",\n    paths=("dataroom/legal",),\n)',
+         [("search_dataroom", {"query": "lease", "paths": ["dataroom/legal"]})], ""),
+        ('find(pattern="*.pdf")\ngrep(pattern="auditor", path="dataroom")',
+         [("find", {"pattern": "*.pdf"}), ("grep", {"pattern": "auditor", "path": "dataroom"})], ""),
+        ('{"function": "find", "parameters": {"pattern": "*.md"}};', [("find", {"pattern": "*.md"})], ""),
+    ],
+)
+def test_lenient_reads_calls_written_outside_the_tags(text: str, calls: list, rest: str) -> None:
+    found, left = parse_tool_calls(text, WITH_GREP, "lenient")
+    assert [(c.name, c.arguments, c.parse_error) for c in found] == [(*call, None) for call in calls]
+    assert left == rest
+    assert parse_tool_calls(text, WITH_GREP, "strict") == ([], text.strip())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'I will call search_dataroom(query="lease") next.',
+        'search_dataroom(query="lease") shows that the lease ends in 2029.',
+        'launch_rockets(count=3)',  # no such tool on offer
+        'search_dataroom(query=lease_terms)',  # a variable, not a value
+        'search_dataroom(**options)',
+        'search_dataroom(query="x", k={1, 2})',  # a set is no JSON value
+        'search_dataroom("a", "b", "c", "d")',  # more values than the tool has parameters
+        'search_dataroom(query="lease"',  # never closed: cut off, or not a call at all
+        "```python\nresults = search_dataroom(query='x')\nprint(results)\n```",
+        "```\nsearch_dataroom(query='x')\nand then read the lease\n```",
+        "The tool search_dataroom(query: str, k: int) searches by meaning.",
+        "Use `find` to list the files, then `read` one.",
+        '```json\n{"function": "grep", "description": "Search", "parameters": {"type": "object", "properties": {}}}\n```',
+    ],
+)
+def test_lenient_makes_no_call_from_prose(text: str) -> None:
+    assert parse_tool_calls(text, WITH_GREP, "lenient") == ([], text.strip())
+
+
+CORPUS = Path(__file__).parent / "data" / "tool_call_replies.jsonl"
+# The formats each mode reads (the corpus labels; bench/tool_call_parsing.py prints the tally).
+READ_BY = {"strict": {"tagged"},
+           "lenient": {"tagged", "fenced-json", "bare-json", "line-json", "fenced-code", "bare-code", "line-code",
+                       "tools-tag"}}
+
+
+@pytest.mark.parametrize("mode", ["strict", "lenient"])
+def test_recorded_and_labelled_replies_are_read_as_labelled(mode: str) -> None:
+    tools = offered_tools(enabled_tools(None), bash=True).schemas("brief")  # a default run's, as presets show them
+    replies = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    # Read by neither: a call inside a sentence, a shell command in a bash fence, and prose.
+    assert {r["format"] for r in replies} == READ_BY["lenient"] | {"in-sentence", "shell-fence", "prose"}
+    for reply in replies:
+        calls, _ = parse_tool_calls(reply["text"], tools, mode)
+        meant = reply["intended"] if reply["format"] in READ_BY[mode] else []  # prose and in-sentence: none
+        assert [(c.name, c.arguments) for c in calls] == [(c["name"], c["arguments"]) for c in meant], reply["id"]
+
+
+def test_strict_leaves_a_call_in_the_tool_lists_tags_as_text() -> None:
+    call = '{"name": "find", "arguments": {"pattern": "*.md"}}'
+    assert parse_assistant_text(f"<tools>\n{call}\n</tools>", OFFERED, mode="strict") == ParsedText(call, "", [])
+
+
+def test_a_call_written_over_and_over_is_one_call() -> None:
+    line = '{"name": "grep", "arguments": {"pattern": "auditor", "path": "dataroom"}}'
+    other = '{"name": "grep", "arguments": {"path": "dataroom", "pattern": "audit"}}'
+    calls, rest = parse_tool_calls("\n".join([line, other, *[line] * 18, '{"name": "grep", "argu']), WITH_GREP, "lenient")
+    assert [c.arguments for c in calls] == [{"pattern": "auditor", "path": "dataroom"}, {"path": "dataroom", "pattern": "audit"}]
+    assert rest == '{"name": "grep", "argu'  # cut off by the output cap: no call
+
+
+def test_a_tagged_call_leaves_written_ones_as_text() -> None:
+    text = '<tool_call>{"name": "find", "arguments": {}}</tool_call>\nsearch_dataroom(query="x")'
+    calls, rest = parse_tool_calls(text, WITH_GREP, "lenient")
+    assert [c.name for c in calls] == ["find"] and rest == 'search_dataroom(query="x")'
 
 
 @pytest.mark.parametrize(
@@ -146,6 +249,10 @@ def test_untagged_calls_need_tools_on_offer() -> None:
          '"parameters": {"type": "object", "properties": {}}}}\n</tools>', "", []),
         ("<tools>\nfind, read, grep", "", []),  # cut off before it closed
         ('<tools></tools>\n<tool_call>\n{"name": "find", "arguments": {}}\n</tool_call>', "", ["find"]),
+        # The 1.5B's call in the tool list's tags (with forcing off): a call, not an echo.
+        ('<tools>\n{"name": "find", "arguments": {"pattern": "*.md"}}\n</tools>', "", ["find"]),
+        ('I will search.\n<tools>\n{"type": "function", "function": {"name": "find", "arguments": {}}}\n</tools>',
+         "I will search.", ["find"]),
         ("The auditor is Hollis & Grange LLP [s2].\n<tools></tools>", "The auditor is Hollis & Grange LLP [s2].", []),
         # The 0.5B's final message in a run: a tool result it repeated, which became ANSWER.md.
         ("<tool_response>\nFile not found: dataroom/initial_term.pdf\n</tool_response>", "", []),
@@ -153,7 +260,7 @@ def test_untagged_calls_need_tools_on_offer() -> None:
     ],
 )
 def test_echoed_template_markup_is_neither_a_call_nor_answer_text(text: str, answer: str, names: list[str]) -> None:
-    parsed = parse_assistant_text(text, OFFERED)
+    parsed = parse_assistant_text(text, OFFERED, mode="lenient")
     assert parsed.text == answer and [c.name for c in parsed.tool_calls] == names
     assert _live([text[:9], text[9:]])[0].strip() == answer
 

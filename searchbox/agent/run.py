@@ -11,6 +11,7 @@ from searchbox.agent.harness import harness_record
 from searchbox.records.events import EventBus, Listener, Notice
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.toolbox import RunToolbox
+from searchbox.llm.call_parsing import with_call_parsing
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
@@ -54,6 +55,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
         # The runtime capped the window for this model: compaction and the records use the real one.
         settings = settings.with_derived(context_window=window)
     settings, retrieval_notes = fit_retrieval(settings)
+    model = with_call_parsing(model, settings.tool_call_parsing)
     folder = JobFolder(job_dir)
     if settings.derived:
         folder.write_config(settings.as_config())  # the values the run really uses

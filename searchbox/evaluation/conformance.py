@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from searchbox.evaluation.probes import Probe, Situation, build_situations
+from searchbox.llm.call_parsing import with_call_parsing
 from searchbox.llm.errors import LLMError
 from searchbox.llm.parsing import parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
@@ -37,6 +38,7 @@ class Outcome:
     parseable: bool  # at least one call, and every call's arguments parsed
     right: bool  # call probes: a call of the right tool; answer probes: the answer
     valid: bool | None  # every call names a tool on offer with valid arguments; None without a call
+    tokens: int = 0  # output tokens of the response
     problem: str = ""  # what was wrong, when something was
     error: str = ""  # the model failed to answer at all
 
@@ -57,6 +59,7 @@ class ModelReport:
         answers = [o for o in self.outcomes if not o.expects_call]
         with_call = [o for o in self.outcomes if o.valid is not None]
         forced = [o for o in self.outcomes if o.forced]
+        forced_tokens = [o.tokens for o in forced if not o.error]
         seconds = [o.seconds for o in self.outcomes if not o.error]
         return {
             "model": self.model,
@@ -66,6 +69,8 @@ class ModelReport:
             "right_tool": (sum(o.right for o in calls), len(calls)),
             "valid_args": (sum(bool(o.valid) for o in with_call), len(with_call)),
             "forced_call": (sum(o.parseable for o in forced), len(forced)),
+            # What a grammar-held call costs: bounded by the tool's schema (schema_grammar), not the output cap.
+            "forced_tokens": sum(forced_tokens) / len(forced_tokens) if forced_tokens else None,
             "answers": (sum(o.right for o in answers), len(answers)),
             "errors": sum(bool(o.error) for o in self.outcomes),
             "mean_latency_s": sum(seconds) / len(seconds) if seconds else None,
@@ -91,7 +96,7 @@ def score(situation: Situation, response: ChatResponse, seconds: float) -> Outco
             problem = "; ".join(p for p in problems if p)
     else:
         # With no tools on offer (a wrap-up) a call written as text is not parsed as one, yet it is no answer.
-        written = [] if calls else parse_tool_calls(response.text, _all_schemas(situation))[0]
+        written = [] if calls else parse_tool_calls(response.text, _all_schemas(situation), "lenient")[0]
         answered = not calls and not written and bool(response.text.strip())
         wrote = expect.write_answer and any(_writes_answer(c) and not p for c, p in zip(calls, problems))
         right = answered or wrote
@@ -103,7 +108,7 @@ def score(situation: Situation, response: ChatResponse, seconds: float) -> Outco
             problem = "empty answer"
     return Outcome(probe.id, expect.call, probe.forced, seconds,
                    [{"name": c.name, "arguments": c.arguments, "raw": c.raw_arguments} for c in calls],
-                   response.text, parseable, right, valid, problem)
+                   response.text, parseable, right, valid, response.usage.output, problem)
 
 
 def _all_schemas(situation: Situation) -> list[Tool]:
@@ -174,19 +179,20 @@ def _ask(model: ChatModel, situation: Situation, max_tokens: int | None) -> Outc
         response = model.complete(situation.messages, situation.tools, max_tokens=limit, tool_choice=choice)
     except LLMError as exc:
         return Outcome(probe.id, probe.expect.call, probe.forced, time.monotonic() - started, [], "",
-                       False, False, None, "the model failed", _clip(str(exc), 300))
+                       False, False, None, problem="the model failed", error=_clip(str(exc), 300))
     return score(situation, response, time.monotonic() - started)
 
 
 def format_table(reports: list[ModelReport], markdown: bool = False) -> str:
     headers = ["model", "passed", "parseable call", "right tool", "valid args", "forced -> call",
-               "answers when it should", "mean latency"]
+               "tokens per forced call", "answers when it should", "mean latency"]
     rows = []
     for report in reports:
         s = report.summary()
         latency = f"{s['mean_latency_s']:.1f} s" if s["mean_latency_s"] is not None else "-"
+        tokens = f"{s['forced_tokens']:.0f}" if s["forced_tokens"] is not None else "-"
         rows.append([s["model"], f"{s['passed']}/{s['responses']}", *(_rate(s[k]) for k in
-                     ("parseable", "right_tool", "valid_args", "forced_call", "answers")), latency])
+                     ("parseable", "right_tool", "valid_args", "forced_call")), tokens, _rate(s["answers"]), latency])
     if markdown:
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
@@ -220,7 +226,8 @@ def check_models(settings_per_model: list[Settings], probes: list[Probe], *, rep
     for wanted in settings_per_model:
         # The output cap a run with this model would get (its preset's, unless MAX_OUTPUT_TOKENS is set).
         connection = connect_for_run(wanted, on_note=lambda note: on_line(f"note: {note}"))
-        model, settings = connection.model, connection.settings
+        settings = connection.settings
+        model = with_call_parsing(connection.model, settings.tool_call_parsing)  # as a run reads its replies
         report = ModelReport(model.model_id, skipped=skipped)
         on_line(f"{model.model_id}: {len(situations)} probes x {repeat}")
         try:

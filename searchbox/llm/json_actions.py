@@ -4,8 +4,9 @@ Gemma 3 270M): every response is one JSON object, held to a grammar built from t
     {"tool": "read", "arguments": {"path": "dataroom/a.md"}}    to call a tool
     {"answer": "The lease ends on ... [s1]"}                    when done
 
-so even a tiny base model emits structurally valid tool calls. The history is rendered the same
-way: the model's earlier calls as their JSON, tool results as user messages.
+so even a tiny base model emits structurally valid tool calls, their lists and strings bounded
+(schema_grammar). The history is rendered the same way: the model's earlier calls as their JSON,
+tool results as user messages.
 """
 
 from __future__ import annotations
@@ -13,30 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from searchbox.llm.call_objects import new_call_id
 from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.parsing import new_call_id
+from searchbox.llm.schema_grammar import grammar_schema
 from searchbox.llm.types import Message, Tool, ToolCall
-
-# Limits the grammar converter unrolls into huge rules (or that only the validator needs).
-_DROPPED_KEYS = {"maxLength", "minLength", "maxItems", "minItems", "minimum", "maximum", "default",
-                 "description", "pattern", "format"}
-
-
-def grammar_schema(schema: Any) -> Any:
-    """A JSON schema without the constraints grammars handle badly; validation still applies them."""
-    if isinstance(schema, dict):
-        return {k: _properties(v) if k == "properties" else grammar_schema(v)
-                for k, v in schema.items() if k not in _DROPPED_KEYS}
-    if isinstance(schema, list):
-        return [grammar_schema(item) for item in schema]
-    return schema
-
-
-def _properties(properties: Any) -> Any:
-    """Property names are names, not keywords: grep's "pattern" argument must stay."""
-    if isinstance(properties, dict):
-        return {name: grammar_schema(spec) for name, spec in properties.items()}
-    return grammar_schema(properties)
 
 
 def action_schema(tools: list[Tool], allow_answer: bool = True) -> dict[str, Any]:

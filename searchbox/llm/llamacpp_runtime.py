@@ -30,6 +30,7 @@ from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.call_format import call_format, example_call
+from searchbox.llm.schema_grammar import json_grammar
 from searchbox.llm.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
@@ -111,9 +112,10 @@ class LlamaCppModel(ChatModel):
                 # format the model has followed all along.
                 offered = _chosen(tools or [], tool_choice) if tools else []
                 allow_answer = tool_choice == "auto" or not offered  # "required" or a named tool: a call it must be
+                # Our own grammar, not response_format: llama-cpp-python's converter cannot bound lists and strings.
+                grammar = json_grammar(json_actions.action_schema(offered, allow_answer))
                 kwargs.update(messages=json_actions.render_history(messages, offered),
-                              response_format={"type": "json_object",
-                                               "schema": json_actions.action_schema(offered, allow_answer)})
+                              grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
             else:
                 kwargs["messages"] = self._prepare(messages, tools)
                 if tools:

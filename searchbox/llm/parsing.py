@@ -1,18 +1,20 @@
 """Reasoning and tool calls that a model wrote into its text, pulled out of the answer.
 
-Used when an endpoint returns no native `tool_calls` (SPEC 2.3). Forms understood, several per
-message and in any order:
+Used when an endpoint returns no native `tool_calls` (SPEC 2.3). Two modes (TOOL_CALL_PARSING):
 
-- `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (Qwen2.5/3, Hermes), possibly fenced;
-- `<function=NAME><parameter=K>v</parameter>...</function>`, bare or inside `<tool_call>`
-  (Qwen3.6 / Qwen3-Coder); values are text, typed by the tool's schema or by JSON;
-- a fenced JSON block holding `{"name", "arguments"}`, or such an object (or a list of them) as
-  the whole message, only when no tagged call is present and only when each name is an offered
-  tool: small models write these, and prose that merely shows JSON must not become a call.
+- strict reads the call formats chat templates define, several per message and in any order:
+  `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (Qwen2.5/3, Hermes), possibly fenced,
+  and `<function=NAME><parameter=K>v</parameter>...</function>`, bare or inside `<tool_call>`
+  (Qwen3.6 / Qwen3-Coder), whose values are text typed by the tool's schema or by JSON;
+- lenient also reads, when no tagged call is present, the calls small models write outside those
+  tags, set apart from prose and naming a tool on offer (written_calls.py): a JSON call object
+  (`name` or `function`, with `arguments` or `parameters`) or `NAME(key=value, ...)`, fenced or on
+  lines of their own.
 
 Template markup a small model echoes is dropped: a `<tools>...</tools>` block (the template's tool
 list) or a `<tool_response>...</tool_response>` block (a tool result it made up or repeated) is
-neither a call nor answer text. Broken JSON is repaired where possible; what cannot be repaired
+neither a call nor answer text; a `<tools>` block that holds nothing but calls of offered tools
+keeps them, as text (a call outside the `<tool_call>` tags: lenient reads it). Broken JSON is repaired where possible; what cannot be repaired
 becomes a `ToolCall` with a `parse_error`, never an exception. Unknown tool names in tagged calls
 are left for the loop to answer.
 """
@@ -21,12 +23,20 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from searchbox.llm.call_objects import call_from_object, new_call_id
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.types import Tool, ToolCall, dump_arguments
+from searchbox.llm.written_calls import FENCE, holds_only_calls, written_calls
+
+ToolCallParsing = Literal["strict", "lenient"]
+PARSING_MODES: tuple[ToolCallParsing, ...] = ("strict", "lenient")
+# What the two modes read, as runs record it (`harness`): raised whenever either mode reads a reply
+# differently. 2: strict reads tags only; lenient adds JSON objects naming the tool by `function` and
+# NAME(...) calls, fenced or on lines of their own (1, before: tags, then fenced or whole-reply JSON with `name`).
+PARSER_VERSION = 2
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.S)
@@ -37,8 +47,7 @@ _MARKUP = re.compile(
 )
 _FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
-_FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
-_ECHOES = re.compile(r"<(tools|tool_response)>.*?(?:</\1>|\Z)", re.S)
+_ECHOES = re.compile(r"<(tools|tool_response)>(.*?)(?:</\1>|\Z)", re.S)
 _STRAY_TAGS = re.compile(r"</?tool_call>|</function>|</parameter>")
 _NAME = re.compile(r"""["']?name["']?\s*:\s*["']([^"']+)["']""")
 
@@ -51,11 +60,12 @@ class ParsedText:
 
 
 def parse_assistant_text(
-    text: str, tools: list[Tool] | None = None, *, starts_in_reasoning: bool = False
+    text: str, tools: list[Tool] | None = None, *, starts_in_reasoning: bool = False,
+    mode: ToolCallParsing = "strict",
 ) -> ParsedText:
     """Split a whole assistant message into answer text, reasoning and tool calls."""
     reasoning, answer = split_reasoning(text, starts_in_reasoning=starts_in_reasoning)
-    calls, answer = parse_tool_calls(answer, tools)
+    calls, answer = parse_tool_calls(answer, tools, mode)
     return ParsedText(answer.strip(), reasoning, calls)
 
 
@@ -78,7 +88,9 @@ def split_reasoning(text: str, *, starts_in_reasoning: bool = False) -> tuple[st
     return "\n\n".join(p.strip() for p in parts if p.strip()), answer.strip()
 
 
-def parse_tool_calls(text: str, tools: list[Tool] | None = None) -> tuple[list[ToolCall], str]:
+def parse_tool_calls(
+    text: str, tools: list[Tool] | None = None, mode: ToolCallParsing = "strict"
+) -> tuple[list[ToolCall], str]:
     """(tool calls in order of appearance, the text with their markup removed)."""
     calls: list[ToolCall] = []
 
@@ -89,34 +101,18 @@ def parse_tool_calls(text: str, tools: list[Tool] | None = None) -> tuple[list[T
             calls.append(_xml_call(match.group("fn"), match.group("fn_body"), tools))
         return ""
 
-    rest = _MARKUP.sub(take, _ECHOES.sub("", text))
-    offered = _offered_names(tools)
-    if not calls:
-        rest = _FENCE.sub(lambda m: _fenced_calls(m, calls, offered), rest)
-    if not calls:
-        bare = _bare_calls(rest, offered)
-        if bare:
-            return bare, ""
-    return calls, _STRAY_TAGS.sub("", rest).strip()
+    rest = _STRAY_TAGS.sub("", _MARKUP.sub(take, _ECHOES.sub(lambda echo: _unechoed(echo, tools), text)))
+    if not calls and mode == "lenient":
+        calls, rest = written_calls(rest, tools)
+    return calls, rest.strip()
 
 
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(arguments, None) or (None, what is wrong) for a JSON argument string."""
-    if not raw.strip():
-        return {}, None
-    try:
-        value = loads_lenient(raw)
-        if isinstance(value, str):  # arguments encoded twice
-            value = loads_lenient(value)
-    except ValueError as exc:
-        return None, f"arguments are not valid JSON: {exc}"
-    if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
-
-
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:16]
+def _unechoed(echo: re.Match[str], tools: list[Tool] | None) -> str:
+    """Nothing of echoed template markup, but the calls of a <tools> block that holds nothing else:
+    the 1.5B, left to choose, wrapped its call in the tool list's tags in 2 of 6 first steps. They
+    stay as text, which lenient reads as calls."""
+    body = echo.group(2)
+    return body if echo.group(1) == "tools" and holds_only_calls(body, tools) else ""
 
 
 def _calls_in_block(body: str, tools: list[Tool] | None) -> list[ToolCall]:
@@ -134,22 +130,7 @@ def _json_calls(body: str) -> list[ToolCall]:
         error = f"tool call is not valid JSON: {exc}"
         return [ToolCall(new_call_id(), name.group(1) if name else "", None, body, error)]
     items = value if isinstance(value, list) else [value]
-    return [_call_from_object(item, body) for item in items]
-
-
-def _call_from_object(item: Any, raw: str) -> ToolCall:
-    if not isinstance(item, dict):
-        return ToolCall(new_call_id(), "", None, raw, "a tool call must be a JSON object with name and arguments")
-    if isinstance(item.get("function"), dict):  # OpenAI's own shape written out as text
-        item = item["function"]
-    name = str(item.get("name") or "")
-    args = item.get("arguments", item.get("parameters", {}))
-    if isinstance(args, str):
-        parsed, error = parse_arguments(args)
-        return ToolCall(new_call_id(), name, parsed, args, error)
-    if not isinstance(args, dict):
-        return ToolCall(new_call_id(), name, None, json.dumps(args), "arguments must be a JSON object")
-    return ToolCall(new_call_id(), name, args, dump_arguments(args))
+    return [call_from_object(item, body) for item in items]
 
 
 def _xml_call(name: str, body: str, tools: list[Tool] | None) -> ToolCall:
@@ -160,53 +141,6 @@ def _xml_call(name: str, body: str, tools: list[Tool] | None) -> ToolCall:
         key = match.group(1).strip()
         arguments[key] = _typed(_strip_one_newline(match.group(2)), types.get(key))
     return ToolCall(new_call_id(), name, arguments, dump_arguments(arguments))
-
-
-def _fenced_calls(match: re.Match[str], calls: list[ToolCall], offered: set[str]) -> str:
-    """A fenced block that is a tool call (or a list of them) becomes calls; any other block stays."""
-    found = _untagged_calls(match.group(2), offered)
-    if not found:
-        return match.group(0)
-    calls.extend(found)
-    return ""
-
-
-def _bare_calls(text: str, offered: set[str]) -> list[ToolCall]:
-    """The calls of a message that is nothing but a JSON call object (or a list of them)."""
-    text = text.strip()
-    # Whole message only: loads_lenient would also read a JSON prefix of a sentence.
-    if not text or text[0] not in "{[" or text[-1] not in "}]":
-        return []
-    return _untagged_calls(text, offered)
-
-
-def _untagged_calls(body: str, offered: set[str]) -> list[ToolCall]:
-    """Calls from JSON written with no call markup; none unless every item is a call of an offered tool."""
-    try:
-        value = loads_lenient(body)
-    except ValueError:
-        return []
-    items = value if isinstance(value, list) else [value]
-    if not items or not all(_looks_like_call(item, offered) for item in items):
-        return []
-    return [_call_from_object(item, body) for item in items]
-
-
-def _looks_like_call(item: Any, offered: set[str]) -> bool:
-    if not isinstance(item, dict):
-        return False
-    if isinstance(item.get("function"), dict):  # OpenAI's own shape
-        item = item["function"]
-    name = item.get("name")
-    if not isinstance(name, str) or name not in offered or not {"arguments", "parameters"} & item.keys():
-        return False
-    # A tool definition repeated from the prompt has a JSON schema where a call has values.
-    parameters = item.get("parameters")
-    return not (isinstance(parameters, dict) and isinstance(parameters.get("properties"), dict))
-
-
-def _offered_names(tools: list[Tool] | None) -> set[str]:
-    return {str(tool.get("function", tool).get("name")) for tool in tools or []}
 
 
 def _typed(value: str, schema_type: str | None) -> Any:
@@ -245,5 +179,5 @@ def _strip_one_newline(value: str) -> str:
 
 def _unfence(body: str) -> str:
     body = body.strip()
-    match = _FENCE.fullmatch(body)
+    match = FENCE.fullmatch(body)
     return match.group(2).strip() if match else body

@@ -87,6 +87,10 @@ def _coerce(tool: str, name: str, schema: dict[str, Any], value: Any, notes: lis
             if not isinstance(items, list):
                 raise ToolArgumentError(f"{where} must be a list of strings")
             items = [item if isinstance(item, str) else json.dumps(item) for item in items]
+            longest = schema.get("items", {}).get("maxLength")
+            if longest and any(len(item) > longest for item in items):
+                notes.append(f"'{name}' items cut to {longest} characters")
+                items = [item[:longest] for item in items]
         if len(items) < schema.get("minItems", 0):
             raise ToolArgumentError(f"{where} needs at least {schema['minItems']} item(s)")
         limit = schema.get("maxItems")

@@ -104,7 +104,7 @@ class Tool:
 
     def openai_schema(self, descriptions: str = "full") -> dict[str, Any]:
         """The function-calling schema; "brief" keeps the one-line description and the arguments' names,
-        types, defaults and choices (about half the prompt tokens)."""
+        types, defaults, choices and length limits (about half the prompt tokens)."""
         if descriptions == "brief":
             description, parameters = self.brief, _brief_schema(self.parameters)
         else:
@@ -147,8 +147,10 @@ def tool(*, brief: str, description: str, properties: dict[str, Any], required: 
     return declare
 
 
-# What a brief schema leaves out: prose and bounds (arguments are still validated against the full schema).
-_DETAIL_KEYS = {"description", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"}
+# What a brief schema leaves out: prose and most bounds (arguments are still validated against the full
+# schema). maxItems and maxLength stay: a forced call's grammar is built from the schema the model is
+# shown, and bounds its lists and strings by them (llm/schema_grammar.py).
+_DETAIL_KEYS = {"description", "minLength", "minimum", "maximum", "minItems"}
 
 
 def _brief_schema(schema: dict[str, Any]) -> dict[str, Any]:

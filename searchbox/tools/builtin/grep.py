@@ -48,7 +48,7 @@ _DOCUMENT_TEXTS_LOCK = threading.Lock()
     f"At most `limit` matches; output cut at {LIMIT_NOTE}; lines cut at {MAX_LINE_CHARS} characters.",
     properties={
         "pattern": {"type": "string", "description": "regular expression (or literal text with literal=true)",
-                    "maxLength": 2000},
+                    "maxLength": 500},
         "path": OPTIONAL_PATH_ARGUMENT,
         "glob": {"type": "string", "description": "only files matching this glob, e.g. '*.md' or '**/*.txt'",
                  "maxLength": 500, "minLength": 0},

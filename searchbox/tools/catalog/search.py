@@ -26,8 +26,11 @@ _MAX_NAMED = 8
 
 # The arguments search_dataroom and keyword_search share, so that the two are compared on equal terms.
 _CHUNKS = {"type": "integer", "description": "how many chunks to return", "default": 8, "minimum": 1, "maximum": 50}
-_PATHS = {"type": "array", "items": {"type": "string"}, "maxItems": 100,
+# Bounded, since a grammar-held call is as long as its schema allows: a forced call of the packaged 1.5B
+# once listed made-up folders in `paths` until the output cap (2,048 tokens, 289 s; schema_grammar).
+_PATHS = {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 4,
           "description": "limit the search to these files or folders (relative to dataroom/)"}
+_QUERY_CHARS = 500
 
 
 @tool(
@@ -37,7 +40,8 @@ _PATHS = {"type": "array", "items": {"type": "string"}, "maxItems": 100,
     "phrased differently from the documents.",
     group="high", default=True,
     properties={
-        "query": {"type": "string", "description": "what to look for, in natural language", "maxLength": 2000},
+        "query": {"type": "string", "description": "what to look for, in natural language",
+                  "maxLength": _QUERY_CHARS},
         "k": _CHUNKS,
         "paths": _PATHS,
     },
@@ -60,7 +64,7 @@ def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     "the k best-matching chunks. Good for exact names, numbers and terms.",
     group="high", default=False,
     properties={
-        "query": {"type": "string", "description": "keywords to rank by", "maxLength": 2000},
+        "query": {"type": "string", "description": "keywords to rank by", "maxLength": _QUERY_CHARS},
         "k": _CHUNKS,
         "paths": _PATHS,
     },
@@ -78,7 +82,7 @@ def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     "cross-encoder reranker keeps the k best. Slower than search_dataroom, more precise.",
     group="high", default=True,
     properties={
-        "question": {"type": "string", "description": "the question to answer", "maxLength": 2000},
+        "question": {"type": "string", "description": "the question to answer", "maxLength": _QUERY_CHARS},
         "k": {"type": "integer", "description": "how many passages to return", "default": 5,
               "minimum": 1, "maximum": 20},
     },
