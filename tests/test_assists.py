@@ -16,6 +16,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from fake_model import FakeChatModel, Said
+from searchbox.llm.parsing import PARSER_VERSION
 from searchbox.agent import harness
 from searchbox.agent.assists import ASSISTS
 from searchbox.agent.assists.empty_reply import EMPTY_REPLY
@@ -137,7 +138,8 @@ def test_the_hint_s_own_matcher_finds_names_dates_and_numbers() -> None:
 def test_the_harness_record_names_the_code_that_ran(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     settings = Settings.resolve(env={"HARNESS_ASSISTS": "wrap_up"})
     record = harness.harness_record(settings)
-    assert record["name"] == "native" and record["assists"] == ["wrap_up"] and record["tool_call_parsing"] == "strict"
+    assert record["name"] == "native" and record["assists"] == ["wrap_up"] and record["tool_call_parsing"] == "lenient"
+    assert record["parser_version"] == PARSER_VERSION
     assert record["version"] == harness.package_version() and re.fullmatch(r"\d+\.\d+\.\d+.*", record["version"])
     if (harness._ROOT / ".git").exists() and shutil.which("git"):  # this checkout's commit
         head = subprocess.run(["git", "-C", str(harness._ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)

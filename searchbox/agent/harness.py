@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from searchbox.llm.parsing import PARSER_VERSION
 from searchbox.settings import Settings
 
 NAME = "native"
@@ -19,7 +20,7 @@ _ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages) h
 
 def harness_record(settings: Settings) -> dict[str, Any]:
     return {"name": NAME, "version": package_version(), "commit": git_commit(), "assists": list(settings.assists),
-            "tool_call_parsing": getattr(settings, "tool_call_parsing", "strict")}
+            "tool_call_parsing": settings.tool_call_parsing, "parser_version": PARSER_VERSION}
 
 
 @functools.cache
