@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from searchbox.assets import PYDOCS_DATAROOM  # noqa: E402
+from searchbox.dataroom.extract import extract_dataroom  # noqa: E402
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.jobs.store import JobStore  # noqa: E402
 from searchbox.retrieval.cache import EmbeddingCache  # noqa: E402
@@ -89,3 +92,15 @@ def catalog_result(ctx: ToolContext, name: str, args: dict) -> dict:
     result = REGISTRY.run(ctx, name, args)
     assert not result.is_error and result.data is not None, result.text
     return result.data
+
+
+@pytest.fixture(scope="session")
+def pydocs_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each pydocs document's text as the project's extractor sees it (wrapper folder stripped)."""
+    root = tmp_path_factory.mktemp("pydocs")
+    with zipfile.ZipFile(PYDOCS_DATAROOM) as zf:
+        zf.extractall(root)
+    (wrapper,) = [p for p in root.iterdir() if p.is_dir()]
+    files = extract_dataroom(wrapper)
+    assert all(f.status == "ok" for f in files), [(f.path, f.reason) for f in files if f.status != "ok"]
+    return {f.path: f.text for f in files}

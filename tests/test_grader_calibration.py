@@ -8,13 +8,10 @@ import collections
 import importlib.util
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
-import pytest
 
-from searchbox.assets import PYDOCS_CLAIM_QUESTIONS, PYDOCS_DATAROOM
-from searchbox.dataroom.extract import extract_dataroom
+from searchbox.assets import PYDOCS_CLAIM_QUESTIONS
 from searchbox.evaluation.questions import QUESTION_TYPES, load_questions
 from searchbox.records.fact_match import STATUSES, match_fact
 from searchbox.records.facts import normalize, numbers
@@ -31,15 +28,6 @@ def _bench():
 
 
 bench = _bench()
-
-
-@pytest.fixture(scope="module")
-def pydocs_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("pydocs")
-    with zipfile.ZipFile(PYDOCS_DATAROOM) as zf:
-        zf.extractall(root)
-    (wrapper,) = [p for p in root.iterdir() if p.is_dir()]
-    return {f.path: f.text for f in extract_dataroom(wrapper)}
 
 
 def test_the_claim_style_set_is_grounded_and_its_gold_answers_hold_their_claims(pydocs_texts: dict[str, str]) -> None:

@@ -16,7 +16,6 @@ import pytest
 from conftest import make_engine
 
 from searchbox.assets import PYDOCS_DATAROOM, PYDOCS_QUESTIONS
-from searchbox.dataroom.extract import extract_dataroom
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.evaluation.questions import load_questions
 from searchbox.settings import Settings
@@ -31,15 +30,8 @@ def _normalise(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Each document's text as the project's extractor sees it (wrapper folder stripped)."""
-    root = tmp_path_factory.mktemp("pydocs")
-    with zipfile.ZipFile(PYDOCS_DATAROOM) as zf:
-        zf.extractall(root)
-    (wrapper,) = [p for p in root.iterdir() if p.is_dir()]
-    files = extract_dataroom(wrapper)
-    assert all(f.status == "ok" for f in files), [(f.path, f.reason) for f in files if f.status != "ok"]
-    return {f.path: f.text for f in files}
+def texts(pydocs_texts: dict[str, str]) -> dict[str, str]:
+    return pydocs_texts
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from searchbox.records.job_folder import DATAROOM_NAME
+from searchbox.records.work_files import kind_of
 from searchbox.tools.arguments import ToolArgumentError
 
 DATAROOM_DIR = DATAROOM_NAME
@@ -78,7 +79,7 @@ def open_regular(target: Path, shown: str, flags: int = os.O_RDONLY) -> int:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ToolArgumentError(f"'{shown}' is {_kind(mode)}, not a regular file; tools open regular files only")
+        raise ToolArgumentError(f"'{shown}' is {kind_of(mode)}, not a regular file; tools open regular files only")
     return fd
 
 
@@ -90,11 +91,5 @@ def _open_refusal(target: Path, shown: str, exc: OSError) -> str:
     if stat.S_ISDIR(mode):
         return f"'{shown}' is a directory; give a file path"
     if not stat.S_ISREG(mode):
-        return f"'{shown}' is {_kind(mode)}, not a regular file; tools open regular files only"
+        return f"'{shown}' is {kind_of(mode)}, not a regular file; tools open regular files only"
     return f"cannot open '{shown}': {exc.strerror}"
-
-
-def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"))
-    return next((name for test, name in kinds if test(mode)), "a special file")
