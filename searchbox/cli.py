@@ -25,7 +25,7 @@ from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.interfaces import ModelLoadError
-from searchbox.settings import Settings, SettingsError, knob_docs
+from searchbox.settings import Settings, SettingsError, knob_docs, knobs_markdown
 from searchbox.workspace import Workspace
 
 
@@ -192,11 +192,7 @@ def cmd_precompute(args: argparse.Namespace) -> int:
 
 def cmd_knobs(args: argparse.Namespace) -> int:
     if args.markdown:
-        print("| knob | default | meaning |\n|---|---|---|")
-        for k in knob_docs():
-            choices = f" ({' / '.join(k['choices'])})" if k["choices"] else ""
-            default = "unset" if k["default"] in (None, "") else f"`{k['default']}`"
-            print(f"| `{k['name']}` | {default} | {k['help']}{choices} |")
+        print(knobs_markdown(), end="")
         return 0
     for k in knob_docs():
         choices = f" [{' | '.join(k['choices'])}]" if k["choices"] else ""
@@ -400,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     pre.set_defaults(func=cmd_precompute)
 
     knobs = sub.add_parser("knobs", help="list every knob with its default")
-    knobs.add_argument("--markdown", action="store_true", help="as the README's table")
+    knobs.add_argument("--markdown", action="store_true", help="as docs/knobs.md, the knob reference page")
     knobs.set_defaults(func=cmd_knobs)
 
     score = sub.add_parser("score", help="score a finished run against the gold answer of its question")

@@ -385,7 +385,7 @@ def knob_fields() -> tuple[dataclasses.Field, ...]:
 
 
 def knob_docs() -> list[dict[str, Any]]:
-    """Name, default, choices and help of every knob, for the README, the CLI and the UI."""
+    """Name, default, choices and help of every knob, for docs/knobs.md, the CLI and the UI."""
     return [
         {
             "name": f.name.upper(),
@@ -396,6 +396,25 @@ def knob_docs() -> list[dict[str, Any]]:
         }
         for f in knob_fields()
     ]
+
+
+KNOBS_PAGE_INTRO = """# Knobs
+
+Every knob is an environment variable with a default, and each can be overridden for one run: `--set KNOB=VALUE`
+on the command line, a field of the app's form, or an entry of a sweep's matrix. A run records the resolved
+values in its `config.json` (secrets as `set`). This page is generated from `Settings` in
+`searchbox/settings.py` by `python -m searchbox knobs --markdown > docs/knobs.md`; a test fails when it is stale.
+"""
+
+
+def knobs_markdown() -> str:
+    """docs/knobs.md: the intro and one table row per knob, in the order Settings declares them."""
+    rows = ["| knob | default | meaning |", "|---|---|---|"]
+    for k in knob_docs():
+        choices = f" ({' / '.join(k['choices'])})" if k["choices"] else ""
+        default = "unset" if k["default"] in (None, "") else f"`{k['default']}`"
+        rows.append(f"| `{k['name']}` | {default} | {k['help']}{choices} |")
+    return KNOBS_PAGE_INTRO + "\n" + "\n".join(rows) + "\n"
 
 
 def _field(name: str) -> dataclasses.Field:
