@@ -133,7 +133,7 @@ def test_read_records_each_range_once(ctx: ToolContext) -> None:
     first = ok(ctx, "read", path="dataroom/finance/revenue.md")
     again = ok(ctx, "read", path="./dataroom/finance/revenue.md")
     other = ok(ctx, "read", path="dataroom/finance/revenue.md", offset=2)
-    assert [first.details["source"], again.details["source"], other.details["source"]] == ["s1", "s1", "s2"]
+    assert [first.sources, again.sources, other.sources] == [["s1"], ["s1"], ["s2"]]
     assert [s.id for s in ctx.ledger.sources()] == ["s1", "s2"]
 
 

@@ -279,8 +279,7 @@ class AgentLoop:
             finally:
                 token.set_deadline(None)
         duration_ms = (time.monotonic() - started) * 1000
-        shown = output.details.get("sources") or [output.details.get("source")]
-        self.view.sources_shown += [s for s in shown if s and s not in self.view.sources_shown]
+        self.view.sources_shown += [s for s in output.sources if s not in self.view.sources_shown]
         # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
                             ended=output.ended)

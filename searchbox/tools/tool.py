@@ -64,7 +64,10 @@ def context_for(settings: Settings, work_dir: Path, ledger: SourceLedger,
 class ToolResult:
     text: str  # what the model sees
     is_error: bool = False
-    details: dict[str, Any] = field(default_factory=dict)  # structured extras for the feed and records
+    # Structured extras for the feed and records (events.jsonl keeps them as they are: read names its
+    # range's id there as "source", grep and the catalog tools list theirs as "sources").
+    details: dict[str, Any] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)  # the ledger ids the result shows the model, in order
     # A catalog tool's whole JSON result, for the CLI and the explorer to show: the model sees `text`
     # (cut to the output limit), the records keep `details`.
     data: dict[str, Any] | None = None

@@ -123,8 +123,9 @@ def grep(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if lines_cut:
         notes.append(f"Some lines were cut to {MAX_LINE_CHARS} characters. Use read to see them whole")
     text = noted("\n".join(_grep_row(row, f"[{ids[n]}] " if n in ids else "") for n, row in enumerate(shown)), notes)
+    sources = list(dict.fromkeys(ids.values()))
     return ToolResult(text, details={"matches": matches, "limit_reached": limit_hit, "truncated": cut.truncated,
-                                     "sources": list(dict.fromkeys(ids.values()))})
+                                     "sources": sources}, sources=sources)
 
 
 class _GrepRow(NamedTuple):

@@ -59,7 +59,7 @@ def read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     note = _read_note(cut, first, last, total, ctx.max_bytes)
     details = {"path": rel, "source": source.id, "first_line": first, "last_line": last, "total_lines": total,
                "extracted": extracted, "truncated": cut.truncated}
-    return ToolResult(text + (f"\n\n{note}" if note else ""), details=details)
+    return ToolResult(text + (f"\n\n{note}" if note else ""), details=details, sources=[source.id])
 
 
 def _select(lines: Iterable[str], offset: int, limit: int | None, max_bytes: int) -> tuple[list[str], int]:

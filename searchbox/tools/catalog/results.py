@@ -1,5 +1,5 @@
 """How a catalog tool answers: its JSON data, indented, as the text the model sees (cut by the one
-truncation rule), the source ids it cites as details, and the whole data for the CLI and explorer."""
+truncation rule), the source ids it cites, and the whole data for the CLI and explorer."""
 
 from __future__ import annotations
 
@@ -14,4 +14,4 @@ def json_result(ctx: ToolContext, data: dict[str, Any]) -> ToolResult:
     cut = truncate_head(json.dumps(data, indent=1, ensure_ascii=False), max_bytes=ctx.max_bytes)
     text = cut.text + ("\n[output cut to the tool output limit; ask for fewer results]" if cut.truncated else "")
     sources = [row["id"] for row in data.get("results", []) if isinstance(row, dict) and "id" in row]
-    return ToolResult(text, details={"sources": sources, "truncated": cut.truncated}, data=data)
+    return ToolResult(text, details={"sources": sources, "truncated": cut.truncated}, sources=sources, data=data)
