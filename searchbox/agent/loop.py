@@ -31,7 +31,6 @@ from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.cancel import Cancelled
-from searchbox.tools.gist import result_gist
 from searchbox.tools.tool import ToolResult
 
 
@@ -287,7 +286,7 @@ class AgentLoop:
                               raw_arguments=call.raw_arguments, duration_ms=round(duration_ms, 1),
                               is_error=output.is_error, ended=output.ended, preview=output.text[:PREVIEW_CHARS],
                               details=output.details,
-                              gist=result_gist(call.name, output.text, output.details, output.is_error)))
+                              gist=output.one_line()))
 
     # -- compaction, stopping, the answer ------------------------------------------------------
 

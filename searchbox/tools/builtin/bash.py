@@ -77,7 +77,10 @@ def bash(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "peak_memory_bytes": result.peak_memory_bytes,
         **({"cut": result.cut} if result.cut else {}),
     }
-    return ToolResult(text or "(no output)", is_error=bool(status or result.removed), details=details, ended=ended)
+    text = text or "(no output)"
+    lines = len(text.splitlines())
+    gist = f"{'timed out' if result.timed_out else f'exit {result.exit_code}'}, {lines} line{'s' if lines != 1 else ''} of output"
+    return ToolResult(text, is_error=bool(status or result.removed), details=details, ended=ended, gist=gist)
 
 
 def _bash_note(cut: Truncation, total_lines: int, spill: str, max_bytes: int) -> str:
