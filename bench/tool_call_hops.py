@@ -47,7 +47,7 @@ from searchbox.ui.feed import Feed  # noqa: E402
 MARKER = "zqxhopmarker"
 # The call each --tool makes, the SEARCHBOX_TOOLS that offers it, and the name of the dataroom's one file.
 CALLS = {
-    "read": ({"path": f"dataroom/notes/{MARKER}.txt"}, "", f"{MARKER}.txt"),
+    "read": ({"path": f"dataroom/{MARKER}.txt"}, "", f"{MARKER}.txt"),
     "search_dataroom": ({"query": f"when does the office lease end {MARKER}", "k": 2}, "search_dataroom", "lease.txt"),
 }
 PACKAGE = str(ROOT / "searchbox")
@@ -105,8 +105,8 @@ def main() -> None:
     arguments, tools, file_name = CALLS[args.tool]
     tmp = Path(tempfile.mkdtemp(prefix="searchbox-hops-"))
     room = tmp / "room"
-    (room / "notes").mkdir(parents=True)
-    (room / "notes" / file_name).write_text("The office lease ends on 31 March 2029.\n")
+    room.mkdir()
+    (room / file_name).write_text("The office lease ends on 31 March 2029.\n")
     # In one chunk, so that the marker is whole wherever the response is; the run is stopped once the
     # call ended, so the result does not travel on to the model's next request.
     script = [Reply(tool_calls=[{"name": args.tool, "arguments": arguments}], chunk_chars=100_000)]
@@ -144,6 +144,8 @@ def main() -> None:
             threading.setprofile(None)  # type: ignore[arg-type]
             scheduler.stop(30)
     assert any(MARKER in str(m.get("content")) for m in feed.messages), "the call never reached the feed"
+    ended = [e for e in load_events(store.job_dir(record.id)) if e.type == "tool_end"]
+    assert ended and not ended[0].is_error, f"the call failed: {ended[0].preview if ended else 'no tool_end'}"
     hops = sum(len(functions) for functions in tracer.hops.values())
     print(f"one tool call ({args.tool}, native tool_calls): {len(tracer.hops)} files, {hops} functions called with it")
     if args.list:
