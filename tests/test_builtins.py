@@ -14,7 +14,7 @@ from dataroom_factories import make_pdf
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.builtin import BUILTIN_TOOLS
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import Tool, ToolContext, ToolResult
 from searchbox.tools.truncate import MAX_BYTES, MAX_LINES, truncate_head, truncate_tail
 

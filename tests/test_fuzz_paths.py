@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,

@@ -22,7 +22,7 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.tools.builtin import grep as grep_tool
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.feed import Feed

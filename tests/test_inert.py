@@ -29,7 +29,7 @@ from searchbox.jobs.store import JobRecord
 from searchbox.records.events import Notice, StepEnd, StepStart, ToolEnd, ToolStart
 from searchbox.settings import Settings
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.charts import tool_distribution

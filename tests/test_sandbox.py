@@ -16,7 +16,7 @@ import pytest
 from searchbox.tools.bash_programs import programs_in
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig, airgap_level, run_sandboxed
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 
 CAP = 100 * 1024

@@ -38,7 +38,7 @@ from searchbox.retrieval.encoder import Encoder
 from searchbox.settings import Settings
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.tool import ToolContext
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from searchbox.dataroom.work_dir import prepare_work_dir
 
 from searchbox.tools.excerpt import excerpt, term_weights, word_key
 from searchbox.tools.registry import REGISTRY, enabled_tools, offered_tools
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 
 EVERY_SPEC = list(REGISTRY.values())

@@ -22,7 +22,7 @@ from searchbox.settings import Settings
 from searchbox.tools.arguments import ToolArgumentError, validate_arguments
 from searchbox.tools.gist import first_line
 from searchbox.tools.sandbox import SandboxConfig, requested_level
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.truncate import MAX_BYTES
 
 
