@@ -6,7 +6,7 @@ from typing import Any
 
 from searchbox import inert
 from searchbox.cancel import COMPLETED, CUT_CAUSES, TIMED_OUT, Cancelled
-from searchbox.tools.bash_programs import programs_in
+from searchbox.tools.builtin.bash_programs import programs_in
 from searchbox.tools.builtin.common import LIMIT_NOTE
 from searchbox.tools.sandbox import PlumbingError, SandboxUnavailable, discard_spill, run_sandboxed
 from searchbox.tools.tool import ToolContext, ToolResult, tool

@@ -31,7 +31,7 @@ from searchbox.tools.builtin.common import (
 )
 from searchbox.tools.gist import counted
 from searchbox.tools.paths import DATAROOM_DIR, open_regular, relative_to_work
-from searchbox.tools.rg_events import rg_events
+from searchbox.tools.builtin.rg_events import rg_events
 from searchbox.tools.tool import ToolContext, ToolResult, tool
 from searchbox.tools.truncate import MAX_LINE_CHARS, shorten_line, truncate_head
 
