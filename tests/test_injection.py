@@ -25,7 +25,7 @@ from app_server import running_app
 from scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.records.files import read_jsonl
 from searchbox.tools.sandbox import filesystem_level
-from searchbox.ui.run_view import ENDPOINT_CHOICE
+from searchbox.ui.visitors import ENDPOINT_CHOICE
 
 pytestmark = pytest.mark.slow  # the real app in a subprocess
 

@@ -8,7 +8,7 @@ import gradio as gr
 import pytest
 
 from searchbox.settings import Settings
-from searchbox.ui.run_view import ENDPOINT_CHOICE, OWN_MODEL, RunRequest, llm_choices
+from searchbox.ui.visitors import ENDPOINT_CHOICE, OWN_MODEL, RunRequest, llm_choices
 
 ARGS = dict(budget=3, force=True, high=["keyword_search"], low=["rerank"], model_id="m", retrieval="packaged",
             embed_backend="local", rerank_backend="local")
