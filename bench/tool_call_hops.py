@@ -31,9 +31,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
 from searchbox.agent.control import RunControl  # noqa: E402
 from searchbox.agent.run import run_job  # noqa: E402
 from searchbox.jobs.scheduler import Scheduler  # noqa: E402

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.report import results_frame, summary_table

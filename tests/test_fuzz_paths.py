@@ -184,5 +184,5 @@ def test_writes_never_touch_outside_work_or_the_dataroom(job: Job, path: str, to
 
 
 def test_tally() -> None:
-    """Prints the RELIABILITY lines; every property above must have run and handled every input."""
+    """Reports the reliability tallies; every property above must have run and handled every input."""
     TALLY.report(2)

@@ -10,7 +10,7 @@ import pytest
 from dataroom_factories import make_docx, make_pdf
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.run import run_job
 from searchbox.dataroom.work_dir import prepare_work_dir

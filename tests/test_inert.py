@@ -21,7 +21,7 @@ import gradio as gr
 import pytest
 from markdown_it import MarkdownIt
 
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox import inert
 from searchbox.cli import main
 from searchbox.evaluation.report import report_figures, results_frame

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.agent.run import connect_and_run
 from searchbox.cancel import Cancelled, CancelToken
