@@ -18,9 +18,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from app_server import PACKAGED_KNOBS, free_port  # noqa: E402
+from testkit.app_server import PACKAGED_KNOBS, free_port  # noqa: E402
 
 QUESTION = "Who audited the FY2025 financial statements?"
 

@@ -1,4 +1,4 @@
-"""Citation checks (records/citation_check.py) measured: how many citations come out supported,
+"""Citation checks (citations/check.py) measured: how many citations come out supported,
 unsupported and unchecked, and how often the verdict is right.
 
     python bench/citation_checks.py --hand            # hand-written answers over the built-in dataroom,

@@ -1,5 +1,5 @@
 """The lexical grader (records/fact_match.py) measured against a careful reader, and the first
-matcher (records/facts.py's span_present) on the same pairs; optionally a judge model too.
+matcher (citations/facts.py's span_present) on the same pairs; optionally a judge model too.
 
     python bench/grader_agreement.py                 # figures over bench/data/grader_pairs.jsonl
     python bench/grader_agreement.py --list          # also every pair the new matcher gets wrong, explained
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from searchbox.assets import BUILTIN_QUESTIONS, PYDOCS_CLAIM_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.records.fact_match import match_fact  # noqa: E402
-from searchbox.records.facts import span_present  # noqa: E402
+from searchbox.citations.facts import span_present  # noqa: E402
 
 PAIRS = ROOT / "bench" / "data" / "grader_pairs.jsonl"
 EXTRA_QUESTIONS = ROOT / "bench" / "data" / "grader_questions.jsonl"  # questions of pairs outside the two sets

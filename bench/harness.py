@@ -21,9 +21,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
 from searchbox.agent.run import run_job  # noqa: E402
 from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402

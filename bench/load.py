@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
-from load_harness import run_load  # noqa: E402
+from testkit.load_harness import run_load  # noqa: E402
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
         print(f"  {name:<{width}}  {value}")
     for error in [*result.errors, *result.page.errors, *result.table.errors, *result.opened.errors][:10]:
         print(f"  ! {error}")
-    print(result.tally())
+    print(f"load: {result.tally()}")
 
 
 if __name__ == "__main__":

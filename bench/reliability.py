@@ -1,15 +1,16 @@
 """The reliability tables of the README.
 
-First the sandbox: the attack suite of issue 12 (tests/sandbox_attacks.py) run through the real bash
+First the sandbox: the attack suite of issue 12 (testkit/sandbox_attacks.py) run through the real bash
 tool at each BASH_SANDBOX level, one row per attack, a column per level (blocked, or got through).
-Then the app's side (tests/app_attacks.py, issue 20): what bash can leave in work/ for the unconfined
+Then the app's side (testkit/app_attacks.py, issue 20): what bash can leave in work/ for the unconfined
 app, each a whole run at each level, every surface a visitor gets checked. Then the hardening tests (hostile datarooms, prompt injections, faults, fuzzing, load, secrets), with
-the tally line each one prints.
+the tally each one reports (testkit/tally.py).
 
     python bench/reliability.py [--markdown] [--sandbox-only]
 
-A tally line is `RELIABILITY <what>: <figures>`, printed by the test that counted them; a test that
-fails prints no tally, and this script then exits non-zero with pytest's summary. It also exits
+A tally is a row (what, figures) that the test which counted them reports to the file this script
+names in SEARCHBOX_RELIABILITY_TALLIES; a failing test reports none, and this script then exits non-zero
+with pytest's summary. It also exits
 non-zero when anything gets through the level a public app would use here (BASH_SANDBOX=auto).
 """
 
@@ -17,14 +18,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
+
+from testkit.tally import TALLIES_ENV, read_reports  # noqa: E402
 LEVELS = ["namespaces", "landlock", "off"]
 TESTS = [
     "tests/test_hostile_datarooms.py",
@@ -40,7 +43,6 @@ TESTS = [
     "tests/test_load.py",
     "tests/test_app_run.py",
 ]
-TALLY = re.compile(r"RELIABILITY (?P<what>[^:]+): (?P<figures>.+)$")  # may follow pytest's progress dots
 
 
 def main() -> int:
@@ -48,8 +50,7 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--sandbox-only", action="store_true", help="only the sandbox table (about 2 minutes)")
     args = parser.parse_args()
-    import app_attacks
-    import sandbox_attacks
+    from testkit import app_attacks, sandbox_attacks
 
     sandbox_ok = attack_table(sandbox_attacks, "attack (one bash call)", args.markdown)
     print()
@@ -58,10 +59,12 @@ def main() -> int:
         return 0 if sandbox_ok else 1
     print()
     present = [t for t in TESTS if (ROOT / t.split("::")[0]).exists()]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *present],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-    tallies = [m.groupdict() for line in done.stdout.splitlines() if (m := TALLY.search(line.strip()))]
+    with tempfile.TemporaryDirectory(prefix="searchbox-tallies-") as folder:
+        reports = Path(folder) / "tallies.jsonl"
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", TALLIES_ENV: str(reports)}
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *present],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        tallies = read_reports(reports)
     width = max((len(t["what"]) for t in tallies), default=10)
     if args.markdown:
         print("| what was tried | figures |\n|---|---|")
@@ -75,7 +78,7 @@ def main() -> int:
 def attack_table(suite: Any, heading: str, markdown: bool) -> bool:
     """Print attack x level for a suite (ATTACKS, run_suite); False when something got through at the
     level BASH_SANDBOX=auto picks."""
-    from sandbox_attacks import limits_note
+    from testkit.sandbox_attacks import limits_note
     from searchbox.tools.sandbox import choose
 
     outcomes = {level: suite.run_suite(level) for level in LEVELS}

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
-from scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
 from searchbox.agent.run import connect_and_run  # noqa: E402
 from searchbox.jobs.scheduler import Scheduler  # noqa: E402
 from searchbox.jobs.store import JobStore  # noqa: E402

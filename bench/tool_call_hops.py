@@ -1,13 +1,15 @@
 """How many files one tool call passes through, from the model's response to the feed and the records.
 
-A scripted endpoint answers with one native call of `read` on a file whose name is a marker; the job
+A scripted endpoint answers with one native call that holds a marker: `read` of a file whose name is
+the marker, or `search_dataroom` with the marker in its query (the dataroom's files do not hold it, so
+building the index on that first call is not counted, the query's way through the search is); the job
 runs through the scheduler (and is stopped once the call ended), its live events are fanned out to a feed and a dashboard as the app's
 run view does, and then the job is replayed from events.jsonl into a fresh feed. A profiler notes
 every searchbox function called with the marker in its arguments (strings, bytes, and what dicts,
 lists, tuples and objects hold, a few levels down; `self` left out): each such function is a hop,
 and the files they sit in are the files the call passes through.
 
-    python bench/tool_call_hops.py [--list]
+    python bench/tool_call_hops.py [--tool read|search_dataroom] [--list]
 
 Not traced: the Gradio handler (ui/run_view.py), which passes events from the scheduler's queue to
 the feed without looking inside them.
@@ -29,9 +31,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
 from searchbox.agent.control import RunControl  # noqa: E402
 from searchbox.agent.run import run_job  # noqa: E402
 from searchbox.jobs.scheduler import Scheduler  # noqa: E402
@@ -43,6 +44,11 @@ from searchbox.ui.dashboard import Dashboard  # noqa: E402
 from searchbox.ui.feed import Feed  # noqa: E402
 
 MARKER = "zqxhopmarker"
+# The call each --tool makes, the SEARCHBOX_TOOLS that offers it, and the name of the dataroom's one file.
+CALLS = {
+    "read": ({"path": f"dataroom/{MARKER}.txt"}, "", f"{MARKER}.txt"),
+    "search_dataroom": ({"query": f"when does the office lease end {MARKER}", "k": 2}, "search_dataroom", "lease.txt"),
+}
 PACKAGE = str(ROOT / "searchbox")
 _DEPTH = 8
 
@@ -92,19 +98,20 @@ class Tracer:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tool", choices=sorted(CALLS), default="read", help="the tool the model calls")
     parser.add_argument("--list", action="store_true", help="list the functions, file by file")
     args = parser.parse_args()
+    arguments, tools, file_name = CALLS[args.tool]
     tmp = Path(tempfile.mkdtemp(prefix="searchbox-hops-"))
     room = tmp / "room"
-    (room / "notes").mkdir(parents=True)
-    (room / "notes" / f"{MARKER}.txt").write_text("The office lease ends on 31 March 2029.\n")
+    room.mkdir()
+    (room / file_name).write_text("The office lease ends on 31 March 2029.\n")
     # In one chunk, so that the marker is whole wherever the response is; the run is stopped once the
     # call ended, so the result does not travel on to the model's next request.
-    script = [Reply(tool_calls=[{"name": "read", "arguments": {"path": f"dataroom/notes/{MARKER}.txt"}}],
-                    chunk_chars=100_000)]
+    script = [Reply(tool_calls=[{"name": args.tool, "arguments": arguments}], chunk_chars=100_000)]
     tracer = Tracer()
     with ScriptedEndpoint(script) as endpoint:
-        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools=tools,
                                     retrieval_preset="packaged", searchbox_cache_dir=str(tmp / "cache"))
         store = JobStore(tmp / "jobs")
         record = store.create("When does the office lease end?", room, {}, "bench", settings)
@@ -136,8 +143,10 @@ def main() -> None:
             threading.setprofile(None)  # type: ignore[arg-type]
             scheduler.stop(30)
     assert any(MARKER in str(m.get("content")) for m in feed.messages), "the call never reached the feed"
+    ended = [e for e in load_events(store.job_dir(record.id)) if e.type == "tool_end"]
+    assert ended and not ended[0].is_error, f"the call failed: {ended[0].preview if ended else 'no tool_end'}"
     hops = sum(len(functions) for functions in tracer.hops.values())
-    print(f"one tool call (read, native tool_calls): {len(tracer.hops)} files, {hops} functions called with it")
+    print(f"one tool call ({args.tool}, native tool_calls): {len(tracer.hops)} files, {hops} functions called with it")
     if args.list:
         for path in sorted(tracer.hops):
             print(f"  {path}: {', '.join(sorted(tracer.hops[path]))}")

@@ -1,6 +1,6 @@
 """The tool calls read from small models' replies, strict vs lenient (TOOL_CALL_PARSING), on a labelled corpus.
 
-    python bench/tool_call_parsing.py [--corpus tests/data/tool_call_replies.jsonl] [--show]
+    python bench/tool_call_parsing.py [--corpus testkit/data/tool_call_replies.jsonl] [--show]
 
 Each line of the corpus is one assistant reply as the model wrote it, markup and all, labelled by
 hand: `format` (how it writes its call: `tagged` in the template's own tags; `fenced-`, `bare-` (the
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from searchbox.llm.parsing import PARSING_MODES, parse_tool_calls  # noqa: E402
 from searchbox.tools.registry import enabled_tools, offered_tools  # noqa: E402
 
-CORPUS = ROOT / "tests" / "data" / "tool_call_replies.jsonl"
+CORPUS = ROOT / "testkit" / "data" / "tool_call_replies.jsonl"
 
 
 def load(path: Path) -> list[dict[str, Any]]:

@@ -13,9 +13,9 @@ from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
-from searchbox.records.citation_check import (SourceText, UnreadableSource, answer_digest, check_answer,
+from searchbox.citations.check import (SourceText, UnreadableSource, answer_digest, check_answer,
                                               citation_record)
-from searchbox.records.citations import cited_ids
+from searchbox.citations.markers import cited_ids
 from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
@@ -25,7 +25,7 @@ from searchbox.settings import Settings
 from searchbox.tools.paths import DATAROOM_DIR
 from searchbox.tools.source_text import source_text
 from searchbox.tools.tool import ToolContext, context_for
-from searchbox.tools.sources import Source, SourceLedger
+from searchbox.citations.ledger import Source, SourceLedger
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Workspace:
 
     def check_citations(self, answer: str) -> dict[str, Any]:
         """What run_meta.json records under "citations": the answer's ids against the ledger, and each citation checked
-        against its source's text (records/citation_check.py), all on the answer without the text it only echoed
+        against its source's text (citations/check.py), all on the answer without the text it only echoed
         from the harness's messages (records/echoes.py), which earns nothing. Redone only when the answer, the
         ledger or those echoes changed."""
         sources = {s.id: s for s in self.ledger.sources()}

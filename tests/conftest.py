@@ -21,7 +21,7 @@ from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
 from searchbox.retrieval.models import embedding_cache_name, load_embedder  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.tools.registry import REGISTRY  # noqa: E402
-from searchbox.tools.sources import SourceLedger  # noqa: E402
+from searchbox.citations.ledger import SourceLedger  # noqa: E402
 from searchbox.tools.tool import ToolContext  # noqa: E402
 
 # A small dataroom whose facts the retrieval tests look for.

@@ -1,4 +1,4 @@
-"""Counts what a property-based test file tried and handled, and prints its RELIABILITY lines.
+"""Counts what a property-based test file tried and handled, and reports its reliability tallies.
 
 A property calls `count(label)` on entry and `count(f"{label}: handled")` once its checks passed; the
 file's last test calls `report(n)`, which asserts that n properties ran and handled every input.
@@ -7,6 +7,8 @@ file's last test calls `report(n)`, which asserts that n properties ran and hand
 from __future__ import annotations
 
 from collections import Counter
+
+from testkit.tally import report
 
 _HANDLED = ": handled"
 
@@ -23,6 +25,6 @@ class FuzzTally:
         assert len(labels) == properties, labels
         for label in labels:
             tried, handled = self.counts[label], self.counts[f"{label}{_HANDLED}"]
-            print(f"RELIABILITY fuzz {label}: {tried} inputs, {handled} handled")
+            report(f"fuzz {label}", f"{tried} inputs, {handled} handled")
             assert tried > 0 and handled == tried, label
         return labels

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run

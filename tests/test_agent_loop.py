@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, ToolEnd
 from searchbox.agent.assists.ask_sources import ask_sources

@@ -1,4 +1,4 @@
-"""The app-side attack suite of issue 20 (tests/app_attacks.py) at each confining level this host offers:
+"""The app-side attack suite of issue 20 (testkit/app_attacks.py) at each confining level this host offers:
 whatever bash leaves in work/ (links, FIFOs, sparse giants, a moved mount point), nothing of the host
 reaches a visitor, nothing is written through a link, and no reader stalls."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app_attacks import ATTACKS, run_attack
+from testkit.app_attacks import ATTACKS, run_attack
 from searchbox.tools.sandbox import choose
 
 pytestmark = pytest.mark.slow  # 14 attacks, each a whole run with real bash calls: about 30 s a level on 2 cores

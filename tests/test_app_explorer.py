@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client, handle_file
 
-from app_server import running_app
+from testkit.app_server import running_app
 from conftest import SMALL_DATAROOM
 
 pytestmark = pytest.mark.slow  # the real app in a subprocess

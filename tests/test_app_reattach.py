@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from gradio_client import Client
 
-from app_server import live, running_app, unwrap
-from scripted_endpoint import Reply, ScriptedEndpoint
-from searchbox.ui.run_view import ENDPOINT_CHOICE
+from testkit.app_server import live, running_app, unwrap
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from searchbox.ui.visitors import ENDPOINT_CHOICE
 
 pytestmark = pytest.mark.slow  # the real app in a subprocess
 

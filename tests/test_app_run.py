@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from app_server import default_jobs_dir, live, running_app, server_tracebacks, throwaway_home, unwrap
+from testkit.app_server import default_jobs_dir, live, running_app, server_tracebacks, throwaway_home, unwrap
+from testkit.tally import report
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
@@ -89,7 +90,7 @@ def test_a_run_streams_tool_calls_then_returns_plots_and_an_answer(app: tuple[st
     assert "config.json" in str(list(texts)) and len(downloads) > 3
     for where, text in [*texts.items(), *enumerate(downloads), *enumerate(page)]:
         assert not any(secret in text for secret in secrets), where
-    print(f"\nRELIABILITY secrets: {len(secrets)} secrets grepped in {len(texts)} job/log files, "
+    report("secrets", f"{len(secrets)} secrets grepped in {len(texts)} job/log files, "
           f"{len(downloads)} bundle files, {len(page)} page/stream texts; found 0")
 
 

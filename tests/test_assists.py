@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from fake_model import FakeChatModel, Said
+from testkit.fake_model import FakeChatModel, Said
 from searchbox.llm.parsing import PARSER_VERSION
 from searchbox.agent import harness
 from searchbox.agent.assists import ASSISTS

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from app_server import free_port, running_app, server_tracebacks, throwaway_home
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.app_server import free_port, running_app, server_tracebacks, throwaway_home
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app_server import running_app, throwaway_home
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.app_server import running_app, throwaway_home
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from test_browser import CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401  (the same skip without chromium)
 
 

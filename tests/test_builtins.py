@@ -14,7 +14,7 @@ from dataroom_factories import make_pdf
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.builtin import BUILTIN_TOOLS
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import Tool, ToolContext, ToolResult
 from searchbox.tools.truncate import MAX_BYTES, MAX_LINES, truncate_head, truncate_tail
 
@@ -133,7 +133,7 @@ def test_read_records_each_range_once(ctx: ToolContext) -> None:
     first = ok(ctx, "read", path="dataroom/finance/revenue.md")
     again = ok(ctx, "read", path="./dataroom/finance/revenue.md")
     other = ok(ctx, "read", path="dataroom/finance/revenue.md", offset=2)
-    assert [first.details["source"], again.details["source"], other.details["source"]] == ["s1", "s1", "s2"]
+    assert [first.sources, again.sources, other.sources] == [["s1"], ["s1"], ["s2"]]
     assert [s.id for s in ctx.ledger.sources()] == ["s1", "s2"]
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from fake_model import FakeChatModel, Said
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.fake_model import FakeChatModel, Said
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.call_parsing import LenientCalls, with_call_parsing

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.report import results_frame, summary_table
 from searchbox.evaluation.scoring import format_score, score_run
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.citation_check import CHECKER_VERSION, SUPPORT_SCORE, answer_digest, Fact, fact_in, quote_in, sentence_facts
-from searchbox.records.citations import cited_ids, citing_sentences
+from searchbox.citations.check import CHECKER_VERSION, SUPPORT_SCORE, answer_digest, Fact, fact_in, quote_in, sentence_facts
+from searchbox.citations.markers import cited_ids, citing_sentences
 from searchbox.records.files import read_json
 from searchbox.settings import Settings
 from searchbox.ui.answer import render_answer
@@ -245,7 +245,7 @@ def test_a_reason_cannot_break_out_of_its_tooltip() -> None:
 
 
 def test_a_huge_answer_or_source_is_checked_only_so_far(builtin_job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from searchbox.records import citation_check
+    from searchbox.citations import check as citation_check
     from searchbox.tools import source_text
 
     monkeypatch.setattr(citation_check, "MAX_CHECKS", 2)

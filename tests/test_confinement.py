@@ -21,7 +21,7 @@ from searchbox.tools.sandbox import SandboxConfig, choose, run_sandboxed
 from searchbox.tools.sandbox.budget import measure
 from searchbox.tools.sandbox.cgroup import hierarchies
 from searchbox.tools.sandbox.starter import launcher_argv
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 
 ROOT = Path(__file__).resolve().parents[1]

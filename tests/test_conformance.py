@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.assists.wrap_up import WRAP_UP
 from searchbox.agent.prompts import HARNESS
 from searchbox.cli import main

@@ -14,7 +14,7 @@ import huggingface_hub.constants
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.connect import connect_for_run

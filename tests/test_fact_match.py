@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from searchbox.records.fact_match import match_fact
-from searchbox.records.facts import span_present
+from searchbox.citations.facts import span_present
 
 # Issue 22's answer: the first matcher found only "1 April 2022" in it.
 MSA = ("The Master Subscription Agreement runs for an initial three-year term that began on 1 April 2022, and it "

@@ -23,6 +23,7 @@ from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.models import embedding_cache_name
 from searchbox.settings import Settings
+from testkit.tally import report
 
 QUERIES = ["parental leave", "encryption of laptops", "when does the lease end", "revenue growth"]
 
@@ -126,6 +127,6 @@ def test_damaged_caches_are_rebuilt_or_bypassed_and_search_is_unchanged(
                 problems[case] = "the rebuilt cache misses vectors"
 
     injected = len(DAMAGE)
-    print(f"\nRELIABILITY faults cache: injected {injected}, survived {injected - len(problems)}, "
+    report("faults cache", f"injected {injected}, survived {injected - len(problems)}, "
           f"wrong results {sum('differ' in p for p in problems.values())}")
     assert not problems, problems

@@ -19,15 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app_server import ROOT, free_port
+from testkit.app_server import ROOT, free_port
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.prompts import CONTINUE
 from searchbox.agent.run import connect_and_run
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
+from testkit.tally import report
 
 WAIT_S = 300.0  # generous: a loaded 2-core machine must never fail a test by being slow
 _NAME = re.compile(r"^\[(\w+)\]")
@@ -148,7 +149,7 @@ def test_endpoint_faults_through_the_scheduler_and_connect_and_run(tmp_path: Pat
         elif scenario is not None:
             survived += 1
     served = sum(script.faults_served.values())
-    print(f"\nRELIABILITY faults endpoint: injected {len(SCENARIOS)}, survived {survived}, runs lost {len(lost)} "
+    report("faults endpoint", f"injected {len(SCENARIOS)}, survived {survived}, runs lost {len(lost)} "
           f"({served} faulty responses served; {sum(s.times == ONCE for s in SCENARIOS.values())} recovered by retry "
           f"or compaction, the rest error_llm)")
     assert not problems, problems
@@ -179,5 +180,5 @@ def test_the_cli_against_an_endpoint_that_is_not_there(tmp_path: Path) -> None:
         problems.append("the session lost the question")
     if not any("ConnectError" in str(e.get("message", "")) for e in events if e["type"] == "notice"):
         problems.append("no notice names the connection error")
-    print(f"\nRELIABILITY faults endpoint (CLI): injected 1, survived {int(not problems)}, runs lost {int(not session)}")
+    report("faults endpoint (CLI)", f"injected 1, survived {int(not problems)}, runs lost {int(not session)}")
     assert not problems, problems

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 from gradio_client import Client
 
-from app_server import app_process
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.app_server import app_process
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.prompts import CONTINUE
 from searchbox.agent.session import Session
 from searchbox.records.files import append_jsonl, read_jsonl
+from testkit.tally import report
 
 WAIT_S = 300.0  # generous: a loaded 2-core machine must never fail a test by being slow
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
@@ -209,7 +210,7 @@ def test_sigkill_mid_run_then_restart(tmp_path: Path) -> None:
     if torn or half_written(jobs.root):
         problems["files"] = torn + half_written(jobs.root)
     lost = [name for name in budgets if jobs.state(name) != "done"] + (["FIN"] if changed else [])
-    print(f"\nRELIABILITY faults restart: kills {len(kills)}, interrupted runs {sorted(set(filter(None, kills)))}, "
+    report("faults restart", f"kills {len(kills)}, interrupted runs {sorted(set(filter(None, kills)))}, "
           f"resumed {len(resumed)}, runs lost {len(lost)}, half-written files {len(torn)}")
     assert len(kills) == 3 and all(kills), kills  # every kill landed on a running run
     assert set(resumed) == set(kills)

@@ -266,5 +266,5 @@ def test_json_actions_round_trip(name: str, arguments: dict[str, Any], answer: s
 
 
 def test_tally() -> None:
-    """Prints the RELIABILITY lines; every property above must have run and handled every input."""
+    """Reports the reliability tallies; every property above must have run and handled every input."""
     TALLY.report(8)

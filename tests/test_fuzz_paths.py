@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, max_examples=300,
@@ -184,5 +184,5 @@ def test_writes_never_touch_outside_work_or_the_dataroom(job: Job, path: str, to
 
 
 def test_tally() -> None:
-    """Prints the RELIABILITY lines; every property above must have run and handled every input."""
+    """Reports the reliability tallies; every property above must have run and handled every input."""
     TALLY.report(2)

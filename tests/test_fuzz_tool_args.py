@@ -179,5 +179,5 @@ def test_the_toolbox_answers_every_call_with_an_output(toolbox: RunToolbox, name
 
 
 def test_tally() -> None:
-    """Prints the RELIABILITY lines; every property above must have run and handled every input."""
+    """Reports the reliability tallies; every property above must have run and handled every input."""
     assert TALLY.report(2) == ["argument validation", "toolbox call path"]

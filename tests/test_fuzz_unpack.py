@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from searchbox.dataroom import DataroomError, install_dataroom
+from testkit.tally import report
 
 # Path pieces that attack the unpacker, mixed with ordinary ones.
 _PIECES = st.one_of(
@@ -74,7 +75,7 @@ def _archive(members: list[tuple[str, bytes, int]], damage: tuple | None) -> byt
 @pytest.fixture(scope="module", autouse=True)
 def report_tally() -> Iterator[None]:
     yield
-    print(f"\nRELIABILITY fuzz unpacker: {TALLY['tried']} archives, {TALLY['handled']} handled "
+    report("fuzz unpacker", f"{TALLY['tried']} archives, {TALLY['handled']} handled "
           f"({TALLY['accepted']} unpacked, {TALLY['refused']} refused)")
 
 

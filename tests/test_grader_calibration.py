@@ -14,7 +14,7 @@ from pathlib import Path
 from searchbox.assets import PYDOCS_CLAIM_QUESTIONS
 from searchbox.evaluation.questions import QUESTION_TYPES, load_questions
 from searchbox.records.fact_match import STATUSES, match_fact
-from searchbox.records.facts import normalize, numbers
+from searchbox.citations.facts import normalize, numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "grader_agreement.py"

@@ -10,7 +10,7 @@ import pytest
 from dataroom_factories import make_docx, make_pdf
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.run import run_job
 from searchbox.dataroom.work_dir import prepare_work_dir
@@ -22,7 +22,7 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.tools.builtin import grep as grep_tool
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.feed import Feed
@@ -59,15 +59,15 @@ def test_each_shown_match_in_the_dataroom_is_a_cited_line_range(ctx: ToolContext
     (work / "notes.md").write_text("Harbour notes of my own\n")  # outside dataroom/: nothing to cite
     out = grep(ctx, pattern="Harbour", glob="*.txt")
     assert out.text.splitlines() == ["[s1] dataroom/legal/lease.txt:1:The office lease at 14 Harbour Street."]
-    assert out.details["sources"] == ["s1"]
+    assert out.sources == ["s1"]
     assert {k: source(ctx, "s1")[k] for k in ("kind", "path", "start", "end", "preview")} == {
         "kind": "range", "path": "dataroom/legal/lease.txt", "start": 1, "end": 1,
         "preview": "The office lease at 14 Harbour Street."}
     everywhere = grep(ctx, pattern="Harbour notes")
-    assert everywhere.text == "notes.md:1:Harbour notes of my own" and everywhere.details["sources"] == []
+    assert everywhere.text == "notes.md:1:Harbour notes of my own" and everywhere.sources == []
     # The same range grepped again, or read, is the same source.
     assert grep(ctx, pattern="Harbour", glob="*.txt").text.startswith("[s1] ")
-    assert REGISTRY.run(ctx, "read", {"path": "dataroom/legal/lease.txt", "limit": 1}).details["source"] == "s1"
+    assert REGISTRY.run(ctx, "read", {"path": "dataroom/legal/lease.txt", "limit": 1}).sources == ["s1"]
     assert len(ctx.ledger.sources()) == 1
 
 
@@ -100,21 +100,21 @@ def test_only_rows_shown_get_ids(work: Path) -> None:
     out = grep(ctx, pattern="rent", path="dataroom/legal/clauses.txt", limit=1000)
     shown = [row for row in out.text.splitlines() if row.startswith("[s")]
     assert out.details["truncated"] and 10 < len(shown) < 40 and len(out.text.split("\n\n[")[0].encode()) <= 2048
-    assert len(ctx.ledger.sources()) == len(shown) == len(out.details["sources"])
+    assert len(ctx.ledger.sources()) == len(shown) == len(out.sources)
     assert [source(ctx, f"s{n}")["start"] for n in range(1, len(shown) + 1)] == list(range(1, len(shown) + 1))
     limited = grep(ctx, pattern="rent", path="dataroom/legal/clauses.txt", limit=2)
-    assert limited.details["sources"] == ["s1", "s2"] and len(ctx.ledger.sources()) == len(shown)
+    assert limited.sources == ["s1", "s2"] and len(ctx.ledger.sources()) == len(shown)
 
 
 @pytest.mark.parametrize("document", ["audit.pdf", "minutes.docx"])
 def test_a_match_in_a_document_cites_the_lines_read_shows(ctx: ToolContext, document: str) -> None:
     out = grep(ctx, pattern="Harbour office", path=f"dataroom/{document}")
     [row] = out.text.splitlines()
-    cited = source(ctx, out.details["sources"][0])
+    cited = source(ctx, out.sources[0])
     assert row.startswith(f"[{cited['id']}] dataroom/{document}:{cited['start']}:")
     # Reading exactly that range shows the matched line and is the same source.
     read = REGISTRY.run(ctx, "read", {"path": f"dataroom/{document}", "offset": cited["start"], "limit": 1})
-    assert read.details["source"] == cited["id"] and read.text.splitlines()[1] == row.split(":", 2)[2]
+    assert read.sources == [cited["id"]] and read.text.splitlines()[1] == row.split(":", 2)[2]
     assert "Harbour office" in cited["preview"]
 
 

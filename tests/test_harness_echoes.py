@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from fake_model import FakeChatModel, Said
+from testkit.fake_model import FakeChatModel, Said
 from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.run import run_job
 from searchbox.agent.session import Session

@@ -17,6 +17,7 @@ from hostile_datarooms import ABSOLUTE_ESCAPE, Case, build_catalogue
 from searchbox.dataroom import DataroomError
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
 from searchbox.settings import Settings
+from testkit.tally import report
 
 ROOT = Path(__file__).resolve().parents[1]
 TALLY: Counter[str] = Counter()
@@ -37,7 +38,7 @@ def test_every_case_is_refused_skipped_or_read_safely(catalogue: list[Case], tmp
         except AssertionError as exc:
             failures.append(f"{case.name}: {exc}")
     handled = TALLY["refused"] + TALLY["skipped"]
-    print(f"\nRELIABILITY hostile datarooms: tried {TALLY['tried']}, refused or skipped cleanly {handled} "
+    report("hostile datarooms", f"tried {TALLY['tried']}, refused or skipped cleanly {handled} "
           f"(refused {TALLY['refused']}, skipped {TALLY['skipped']}), "
           f"read safely inside the dataroom {TALLY['read']}")
     assert not failures, "\n".join(failures)

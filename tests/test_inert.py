@@ -21,7 +21,7 @@ import gradio as gr
 import pytest
 from markdown_it import MarkdownIt
 
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox import inert
 from searchbox.cli import main
 from searchbox.evaluation.report import report_figures, results_frame
@@ -29,7 +29,7 @@ from searchbox.jobs.store import JobRecord
 from searchbox.records.events import Notice, StepEnd, StepStart, ToolEnd, ToolStart
 from searchbox.settings import Settings
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.charts import tool_distribution

@@ -21,11 +21,12 @@ from typing import Any
 import pytest
 from gradio_client import Client, handle_file
 
-from app_server import running_app
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.app_server import running_app
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.records.files import read_jsonl
 from searchbox.tools.sandbox import filesystem_level
-from searchbox.ui.run_view import ENDPOINT_CHOICE
+from searchbox.ui.visitors import ENDPOINT_CHOICE
+from testkit.tally import report
 
 pytestmark = pytest.mark.slow  # the real app in a subprocess
 
@@ -174,5 +175,5 @@ def test_every_injected_attack_fails_safely_and_the_app_goes_on(tmp_path: Path, 
     for path in [home / "app.log", *(home / "jobs").rglob("*")]:
         if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".txt", ".log"):
             assert _no_secret(path.read_text(errors="replace")), path
-    print(f"\nRELIABILITY injections: tried {len(plan)}, blocked {len(blocked)}, network hits {len(hits)}")
+    report("injections", f"tried {len(plan)}, blocked {len(blocked)}, network hits {len(hits)}")
     assert blocked == [a.name for a in plan]

@@ -8,7 +8,7 @@ from pathlib import Path
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 
 

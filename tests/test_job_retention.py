@@ -201,9 +201,9 @@ def test_an_operators_view_lists_every_run_but_deletes_only_ones_own(store: JobS
 def test_the_app_limits_waiting_runs_and_deletes_finished_ones(tmp_path: Path) -> None:
     from gradio_client import Client
 
-    from app_server import running_app, throwaway_home
-    from load_harness import search_args
-    from scripted_endpoint import Reply, ScriptedEndpoint
+    from testkit.app_server import running_app, throwaway_home
+    from testkit.load_harness import search_args
+    from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 
     slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)  # a run of several seconds
     with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("queue-limit") as home, \
@@ -233,9 +233,9 @@ def test_the_app_limits_waiting_runs_and_deletes_finished_ones(tmp_path: Path) -
 def test_an_api_caller_cannot_dodge_the_limit_with_new_visitor_ids(tmp_path: Path) -> None:
     from gradio_client import Client
 
-    from app_server import running_app, throwaway_home
-    from load_harness import search_args
-    from scripted_endpoint import Reply, ScriptedEndpoint
+    from testkit.app_server import running_app, throwaway_home
+    from testkit.load_harness import search_args
+    from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 
     slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)
     with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("address-limit") as home, \

@@ -19,7 +19,7 @@ import os
 import httpx
 import pytest
 
-from app_server import PACKAGED_KNOBS, default_jobs_dir, running_app, server_tracebacks, throwaway_home
+from testkit.app_server import PACKAGED_KNOBS, default_jobs_dir, running_app, server_tracebacks, throwaway_home
 from searchbox.settings import knob_fields
 from test_browser import CHROMIUM, CHROMIUM_ARGS, no_error_badges
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app_server import free_port, stop_process
+from testkit.app_server import free_port, stop_process
 from searchbox.records.events import Event
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM

@@ -11,7 +11,7 @@ from searchbox.llm import ContextOverflow, LLMError, LLMUnavailable, connect
 from searchbox.llm.openai_client import OpenAIClient, chat_completions_url
 from searchbox.llm.types import Usage
 from searchbox.settings import Settings
-from scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 
 MESSAGES = [{"role": "system", "content": "You answer from the dataroom."}, {"role": "user", "content": "When does the lease end?"}]
 TOOLS = [

@@ -152,7 +152,7 @@ WITH_GREP = [*OFFERED, {"type": "function", "function": {"name": "grep", "parame
 
 
 # Calls the packaged Qwen2.5-Coder models wrote outside the <tool_call> tags with forcing off, and the
-# ways they set them apart (tests/data/tool_call_replies.jsonl holds the recorded ones).
+# ways they set them apart (testkit/data/tool_call_replies.jsonl holds the recorded ones).
 @pytest.mark.parametrize(
     "text, calls, rest",
     [
@@ -203,7 +203,7 @@ def test_lenient_makes_no_call_from_prose(text: str) -> None:
     assert parse_tool_calls(text, WITH_GREP, "lenient") == ([], text.strip())
 
 
-CORPUS = Path(__file__).parent / "data" / "tool_call_replies.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "testkit" / "data" / "tool_call_replies.jsonl"
 # The formats each mode reads (the corpus labels; bench/tool_call_parsing.py prints the tally).
 READ_BY = {"strict": {"tagged"},
            "lenient": {"tagged", "fenced-json", "bare-json", "line-json", "fenced-code", "bare-code", "line-code",

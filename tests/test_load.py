@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from load_harness import run_load
+from testkit.load_harness import run_load
+from testkit.tally import report
 from searchbox.settings import Settings
 
 RUNS, CLIENTS = 50, 10
@@ -20,7 +21,7 @@ RUNS, CLIENTS = 50, 10
 def test_many_visitors_submitting_at_once_get_every_run_done_exactly_once() -> None:
     result = run_load(RUNS, CLIENTS)
     print("\n" + "\n".join(f"  {name}: {value}" for name, value in result.table_rows()))
-    print(result.tally())
+    report("load", result.tally())
     assert result.errors == []
     assert result.accepted == RUNS
     assert result.finished == {"done": RUNS}

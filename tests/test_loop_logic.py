@@ -1,4 +1,4 @@
-"""The turn loop's decisions, driven by an in-process scripted model (tests/fake_model.py): which
+"""The turn loop's decisions, driven by an in-process scripted model (testkit/fake_model.py): which
 tool_choice each step gets, when the model is asked again, when a turn ends, with the assists that
 decide them turned on (HARNESS_ASSISTS); the minimal loop without them is in test_assists.py. Real job
 folders and real tools; no endpoint. What the HTTP path adds (streaming, retries, faults) is in
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from fake_model import FakeChatModel, Said
+from testkit.fake_model import FakeChatModel, Said
 from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.assists.empty_reply import EMPTY_REPLY
 from searchbox.agent.assists.wrap_up import WRAP_UP

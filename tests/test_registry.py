@@ -19,7 +19,7 @@ from searchbox.tools.builtin import BUILTIN_TOOLS
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.registry import REGISTRY, ToolRegistry
 from searchbox.tools.sandbox import choose
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import Tool, ToolContext, ToolResult
 from searchbox.workspace import Workspace
 

@@ -354,7 +354,7 @@ def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.
 def test_the_compare_tab_shows_intervals_and_a_paired_comparison_in_the_real_app(tmp_path: Path) -> None:
     from gradio_client import Client
 
-    from app_server import running_app
+    from testkit.app_server import running_app
 
     home = tmp_path / "home"
     repeated_sweep(home / "sweeps" / "repeats")  # the app keeps its jobs in home/jobs, its sweeps beside them

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
 from searchbox.agent.run import run_job

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from searchbox.retrieval.availability import fit_retrieval, why_unavailable
 from searchbox.settings import Settings
-from searchbox.ui.run_view import RunRequest
+from searchbox.ui.visitors import RunRequest
 
 NEVER_CACHED = "searchbox-tests/never-cached-embedder"
 

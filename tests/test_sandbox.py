@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.tools.bash_programs import programs_in
+from searchbox.tools.builtin.bash_programs import programs_in
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig, airgap_level, run_sandboxed
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 
 CAP = 100 * 1024

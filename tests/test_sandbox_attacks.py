@@ -1,12 +1,13 @@
-"""The attack suite of issue 12 (tests/sandbox_attacks.py) at each confining level this host offers:
+"""The attack suite of issue 12 (testkit/sandbox_attacks.py) at each confining level this host offers:
 nothing may get through at a level a public app uses."""
 
 from __future__ import annotations
 
 import pytest
 
-from sandbox_attacks import ATTACKS, run_suite
+from testkit.sandbox_attacks import ATTACKS, run_suite
 from searchbox.tools.sandbox import choose
+from testkit.tally import report
 
 pytestmark = pytest.mark.slow  # 26 attacks, each a real bash call: about 25 s a level on 2 cores
 
@@ -17,5 +18,5 @@ def test_nothing_gets_through_a_confining_level(level: str) -> None:
         pytest.skip(f"this host has no {level} level: {choose(level).reason}")
     outcomes = run_suite(level)
     through = [name for name, got in outcomes.items() if got]
-    print(f"\nRELIABILITY sandbox attacks at {level}: {len(ATTACKS)} tried, {len(through)} got through")
+    report(f"sandbox attacks at {level}", f"{len(ATTACKS)} tried, {len(through)} got through")
     assert through == []

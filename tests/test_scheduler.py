@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Delta, Event, Listener
 from searchbox.agent.run import run_job
@@ -32,6 +32,7 @@ from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.records.job_folder import JobFolder
+from testkit.tally import report
 
 WAIT_S = 30.0  # generous: a loaded 2-core machine must never fail a test by being slow
 # A crash in the worker (or a test thread) must fail the test, not pass with a warning.
@@ -586,7 +587,7 @@ def test_the_worker_survives_failing_bookkeeping_writes(env: Env, monkeypatch: p
 
     lost = [name for name in ("W", "Y", "V") if env.record(name).stop_reason != "first_turn_done"]
     survived = 3 - sum(1 for name in ("X", "Z", "W") if env.ids[name] in scheduler._jobs)
-    print(f"\nRELIABILITY faults scheduler: {injected[0]} failing job.json writes on 3 jobs, worker kept serving "
+    report("faults scheduler", f"{injected[0]} failing job.json writes on 3 jobs, worker kept serving "
           f"after {survived} of 3, runs lost {len(lost)}")
     assert injected[0] >= 4 and survived == 3 and not lost
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 
 from searchbox.assets import BUILTIN_QUESTIONS
 from searchbox.evaluation.judge import JUDGE_PROMPT

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.agent.run import connect_and_run
 from searchbox.cancel import Cancelled, CancelToken
@@ -38,7 +38,7 @@ from searchbox.retrieval.encoder import Encoder
 from searchbox.settings import Settings
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.tool import ToolContext
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]

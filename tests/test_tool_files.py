@@ -17,7 +17,7 @@ import pytest
 
 from searchbox.tools.builtin.edit import EDIT_MAX_BYTES
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult
 from searchbox.tools.truncate import MAX_LINE_CHARS
 
@@ -101,7 +101,7 @@ _PEAK_SCRIPT = """
 import json, resource, sys
 from pathlib import Path
 from searchbox.tools.registry import REGISTRY
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 ctx = ToolContext(Path(sys.argv[1]), SourceLedger())
 peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024

@@ -11,9 +11,9 @@ import pytest
 from conftest import catalog_result, make_engine, write_tree
 from searchbox.dataroom.work_dir import prepare_work_dir
 
-from searchbox.tools.excerpt import excerpt, term_weights, word_key
+from searchbox.tools.catalog.excerpt import excerpt, term_weights, word_key
 from searchbox.tools.registry import REGISTRY, enabled_tools, offered_tools
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext
 
 EVERY_SPEC = list(REGISTRY.values())

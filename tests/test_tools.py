@@ -39,6 +39,19 @@ def test_results_are_recorded_in_the_ledger_once(tool_context: ToolContext) -> N
     assert sources[0].path.startswith("dataroom/")
 
 
+def test_every_citing_tool_names_the_ids_it_shows_in_one_field(tool_context: ToolContext) -> None:
+    """`sources` is the one field the loop reads whatever the tool; the recorded details keep their keys."""
+    search = REGISTRY.run(tool_context, "search_dataroom", {"query": "office lease end date", "k": 2})
+    read = REGISTRY.run(tool_context, "read", {"path": "dataroom/legal/lease.txt"})
+    grep = REGISTRY.run(tool_context, "grep", {"pattern": "Harbour", "path": "dataroom/legal"})
+    listing = REGISTRY.run(tool_context, "ls", {"path": "dataroom"})
+    assert search.sources == [row["id"] for row in search.data["results"]] == search.details["sources"]
+    lease = next(s.id for s in tool_context.ledger.sources() if s.path == "dataroom/legal/lease.txt" and s.kind == "range")
+    assert read.sources == [lease] and read.details["source"] == lease
+    assert grep.sources == grep.details["sources"] and len(grep.sources) == 1
+    assert listing.sources == [] and not listing.is_error
+
+
 def test_paths_limit_the_scope(tool_context: ToolContext) -> None:
     result = catalog_result(tool_context, "search_dataroom", {"query": "money", "k": 8, "paths": ["dataroom/finance"]})
     assert set(top_paths(result)) == {"dataroom/finance/revenue_2025.md", "dataroom/finance/costs.md"}

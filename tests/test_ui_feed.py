@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.records.events import EVENT_TYPES, PREVIEW_CHARS, Event, load_events
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job

@@ -8,7 +8,7 @@ import gradio as gr
 import pytest
 
 from searchbox.settings import Settings
-from searchbox.ui.run_view import ENDPOINT_CHOICE, OWN_MODEL, RunRequest, llm_choices
+from searchbox.ui.visitors import ENDPOINT_CHOICE, OWN_MODEL, RunRequest, llm_choices
 
 ARGS = dict(budget=3, force=True, high=["keyword_search"], low=["rerank"], model_id="m", retrieval="packaged",
             embed_backend="local", rerank_backend="local")
@@ -117,8 +117,8 @@ def test_a_visitors_api_backend_run_needs_a_key_of_their_own(tmp_path) -> None:
 @pytest.fixture(scope="module")
 def public_app(tmp_path_factory: pytest.TempPathFactory):
     """The real app as a public demo, on a scripted endpoint whose URL and model id are the operator's."""
-    from app_server import running_app, throwaway_home
-    from scripted_endpoint import Reply, ScriptedEndpoint
+    from testkit.app_server import running_app, throwaway_home
+    from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 
     answer = Reply(text="The lease runs until 31 March 2029.")
     with ScriptedEndpoint(default=answer) as endpoint, throwaway_home("public") as home, \
@@ -157,7 +157,7 @@ def test_a_download_url_cannot_be_derived_from_the_files_bytes(public_app) -> No
     from gradio.processing_utils import hash_file
     from gradio_client import Client
 
-    from app_server import live
+    from testkit.app_server import live
 
     url, _, home = public_app
     args = ("When does the lease end?", None, 1, False, [], [], ENDPOINT_CHOICE, "", "", "packaged", "local", "local",

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from app_server import running_app, throwaway_home
+from testkit.app_server import running_app, throwaway_home
 from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.jobs.store import STATE_FILE, JobStore
 from searchbox.settings import Settings, without_userinfo
-from searchbox.ui.run_view import ENDPOINT_CHOICE, RunRequest
+from searchbox.ui.visitors import ENDPOINT_CHOICE, RunRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "s3cret-pw-0123"

@@ -31,7 +31,6 @@ from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.cancel import Cancelled
-from searchbox.tools.gist import result_gist
 from searchbox.tools.tool import ToolResult
 
 
@@ -279,8 +278,7 @@ class AgentLoop:
             finally:
                 token.set_deadline(None)
         duration_ms = (time.monotonic() - started) * 1000
-        shown = output.details.get("sources") or [output.details.get("source")]
-        self.view.sources_shown += [s for s in shown if s and s not in self.view.sources_shown]
+        self.view.sources_shown += [s for s in output.sources if s not in self.view.sources_shown]
         # A cut call keeps its result (what it had, and that it was cut): a resumed run never runs it again.
         self.session.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output.text},
                             ended=output.ended)
@@ -288,7 +286,7 @@ class AgentLoop:
                               raw_arguments=call.raw_arguments, duration_ms=round(duration_ms, 1),
                               is_error=output.is_error, ended=output.ended, preview=output.text[:PREVIEW_CHARS],
                               details=output.details,
-                              gist=result_gist(call.name, output.text, output.details, output.is_error)))
+                              gist=output.one_line()))
 
     # -- compaction, stopping, the answer ------------------------------------------------------
 

@@ -10,6 +10,7 @@ from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
 from searchbox.records.events import EventBus, Listener, Notice
 from searchbox.agent.loop import AgentLoop
+from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.call_parsing import with_call_parsing
 from searchbox.llm.types import ChatModel
@@ -61,9 +62,9 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
         folder.write_config(settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     toolbox = RunToolbox(workspace, settings)
-    recorder = RunRecorder(job_dir, settings, lambda: run_info(workspace, toolbox, model, settings),
-                           workspace.ledger.ids, workspace.check_citations, workspace.save_ledger)
-    bus = EventBus(folder.events, [recorder, *(listeners or [])])
+    recording = RunRecording(workspace, RunRecorder(job_dir, settings),
+                             lambda: run_info(workspace, toolbox, model, settings))
+    bus = EventBus(folder.events, [recording, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))
     loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)

@@ -4,7 +4,7 @@ Every score names its grader: {"lexical": the must-fact matcher's version (recor
 "judge": the judge model's id or None}. Verdicts of different graders are different measurements,
 so the report and the Compare tab never pool them: an entry whose runs were graded differently
 becomes one entry per grader. A row recorded before scores named their grader was graded by the
-first matcher (records/facts.py alone): lexical 1, and the judge its row names, if any.
+first matcher (citations/facts.py alone): lexical 1, and the judge its row names, if any.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A score record holds must-fact recall (wording, word order and inflection tolera
 records/fact_match.py), each fact with its status (present / contradicted / absent) and the passage of
 the answer it rests on, the verdict they imply and the grader that gave them (evaluation/grader.py);
 citation validity against the run's source ledger, each citation's check against its source
-(supported / unsupported / unchecked: records/citation_check.py, as run_meta.json recorded it or, for a
+(supported / unsupported / unchecked: citations/check.py, as run_meta.json recorded it or, for a
 run recorded before checks or whose answer changed since, checked again), citation precision and
 recall against the question's gold files, for a negative question whether the false premise was
 corrected, and, when a judge model is given, the judge's verdict with its prompt and raw reply.
@@ -21,8 +21,8 @@ from typing import Any
 from searchbox.evaluation.grader import grader_of
 from searchbox.evaluation.judge import judge_answer
 from searchbox.llm.types import ChatModel
-from searchbox.records.citation_check import CHECKER_VERSION, VERDICTS, answer_digest
-from searchbox.records.citations import cited_ids
+from searchbox.citations.check import CHECKER_VERSION, VERDICTS, answer_digest
+from searchbox.citations.markers import cited_ids
 from searchbox.records.echoes import job_echoes
 from searchbox.records.fact_match import fact_present, match_fact
 from searchbox.records.job_folder import JobFolder

@@ -19,7 +19,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.citations import MARKER, marker_citations
+from searchbox.citations.markers import MARKER, marker_citations
 from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 
@@ -51,7 +51,7 @@ class Echoes:
         return "".join(out)
 
     def occurrences(self) -> dict[str, list[int]]:
-        """Per source id, the answer's own occurrence numbers (as records.citations counts them) of the
+        """Per source id, the answer's own occurrence numbers (as citations.markers counts them) of the
         citations left in `scored`, in order: the n-th one there is the answer's occurrences[id][n]."""
         seen: dict[str, int] = {}
         kept: dict[str, list[int]] = {}

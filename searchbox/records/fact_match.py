@@ -3,7 +3,7 @@
 
 A fact is read as what must be there:
 
-- its values: every number, date part and amount, exactly, after the normalisation of records/facts.py
+- its values: every number, date part and amount, exactly, after the normalisation of citations/facts.py
   ("three (3) years", "twelve-month", "$36.2M", "April 1, 2022" all reach one canonical form); a
   percentage keeps its sign, a month next to a number is a value too;
 - its content words: the rest without function words, compared stemmed (PyStemmer's English Snowball:
@@ -16,8 +16,8 @@ words, or a name: "Pellworth & Strand LLP", "renewals last a year") needs every 
 (a sentence of four words or more) needs every name and CLAIM_SHARE of its words' weight, a name
 weighing 2. Generic verbs ("is", "began", "lasts") count for nothing, and words and numbers the question
 gives and the answer never says are not looked for: an answer need not repeat the subject the
-question names. A fact of figures alone ("$118.40", "1 April 2022") is found only as records/facts.py
-finds it, so its numbers stay exact and in order; what records/facts.py finds (the canonical form, or a
+question names. A fact of figures alone ("$118.40", "1 April 2022") is found only as citations/facts.py
+finds it, so its numbers stay exact and in order; what citations/facts.py finds (the canonical form, or a
 close passage holding the numbers) is found first, as before, unless its passage has the other polarity.
 
 Each value must stand in its own slot: when a word beside it in the fact ("plus" in "prime rate plus
@@ -40,11 +40,11 @@ from typing import Any
 import Stemmer
 from rapidfuzz import fuzz
 
-from searchbox.records.citations import answer_sentences
-from searchbox.records.facts import ACCOUNTING, normalize, span_present
+from searchbox.citations.markers import answer_sentences
+from searchbox.citations.facts import ACCOUNTING, normalize, span_present
 
 # Raised whenever a change can turn a verdict: rows graded by different versions are never pooled.
-# 1: records/facts.py alone (canonical form, or partial_ratio >= 90 with the numbers); 2: this module.
+# 1: citations/facts.py alone (canonical form, or partial_ratio >= 90 with the numbers); 2: this module.
 LEXICAL_VERSION = 2
 STATUSES = ("present", "contradicted", "absent")
 CLAIM_SHARE = 0.6  # of a claim's content weight, in one passage
@@ -200,7 +200,7 @@ def _weigh(fact: _Fact, passage: _Passage, given: frozenset[str]) -> _Found:
     missing += [w for w in _ordered(fact, required) if w not in said]
     total = len(fact.values) + sum(fact.words.values())
     share = (len(held) + sum(fact.words[w] for w in said | (given & set(fact.words)))) / total if total else 0.0
-    # A fact of values alone ("$118.40") is found only as records/facts.py finds it: here it can only
+    # A fact of values alone ("$118.40") is found only as citations/facts.py finds it: here it can only
     # clash. And the passage must say something of the fact's own, not only what the question gives.
     news = any(required[w] > 0 for w in said & set(required)) or bool(held - given)
     whole = bool(fact.words) and _enough(fact, said, required) and held == set(fact.values) and news
@@ -339,7 +339,7 @@ def _negated_word(token: _Token, words: set[str]) -> bool:
 
 
 def _negated_fuzzy(fact: str, answer: str, parsed: _Fact, passages: tuple[_Passage, ...]) -> bool:
-    """records/facts.py's fuzzy match on a passage of the other polarity: "was not modified" for "was
+    """citations/facts.py's fuzzy match on a passage of the other polarity: "was not modified" for "was
     modified", "holds patents in Japan" for "holds no patents in Japan"."""
     if f" {normalize(fact)} " in f" {normalize(answer)} ":
         return False

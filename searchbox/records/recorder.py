@@ -1,31 +1,28 @@
-"""The run records (SPEC 2.7), written from the loop's events as the run goes: turns.jsonl at each
-turn end, run_meta.json and timing.json at each turn end and at the stop, answer snapshots when the
-answer changed. A resumed run adds to what the records already hold."""
+"""The run records (SPEC 2.7), written as the run goes: turns.jsonl at each turn end, run_meta.json and
+timing.json at each turn end and at the stop, answer snapshots when the answer changed. A resumed run
+adds to what the records already hold.
+
+A writer only: it counts the loop's events it is handed (tools, programs, timing) and writes what its
+owner gives it besides (the parts of run_meta.json the events do not hold: the answer's checked
+citations, the model and backends). It calls nothing back (agent/recording.py is its owner)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.events import DONE_REASONS, Event, Stop, ToolEnd, TurnEnd, load_events
+from searchbox.records.events import DONE_REASONS, Event, Stop, TurnEnd, load_events
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
 
 
 class RunRecorder:
-    def __init__(self, job_dir: Path, settings: Settings, run_info: Callable[[], dict[str, Any]],
-                 ledger_ids: Callable[[], set[str]], check_citations: Callable[[str], dict[str, Any]],
-                 save_ledger: Callable[[], None]) -> None:
+    def __init__(self, job_dir: Path, settings: Settings) -> None:
         self.folder = JobFolder(job_dir)
         self.settings = settings
-        self.run_info = run_info  # model id, backends, airgap level, tools: asked at each write
-        self.ledger_ids = ledger_ids
-        self.check_citations = check_citations  # the answer's citations against the ledger and their sources
-        self.save_ledger = save_ledger
         # From the events the job recorded, not from timing.json: a run killed mid-turn recorded its
         # tool calls as events but wrote no timing.json after them.
         self.stats = RunStats()
@@ -34,19 +31,20 @@ class RunRecorder:
         self.tokens: dict[str, int] = {}
         self.turns = 0
         self._answer_hash = self._hash_answer()
-        self._sources_saved = len(ledger_ids())
 
-    def __call__(self, event: Event) -> None:
+    def add(self, event: Event) -> None:
+        """Count one of the run's events."""
         self.stats.add(event)
-        match event:
-            case ToolEnd():
-                self._save_new_sources()
-            case TurnEnd():
-                self._turn_end(event)
-            case Stop():
-                self._stop(event)
 
-    # -- event handlers ------------------------------------------------------------------
+    def turn_end(self, event: TurnEnd, meta: dict[str, Any]) -> None:
+        """The turn's line and answer snapshot, and run_meta.json with `meta` in it."""
+        self._turn_end(event)
+        self._write_meta(None, meta)
+
+    def stop(self, event: Stop, meta: dict[str, Any]) -> None:
+        self.turns = max(self.turns, event.turns)
+        self.tokens = event.tokens or self.tokens
+        self._write_meta(event.reason, meta)
 
     def _turn_end(self, event: TurnEnd) -> None:
         self.turns = event.turn
@@ -72,22 +70,6 @@ class RunRecorder:
             "tool_calls": event.tool_calls,
             "answer": {"present": bool(text), "chars": len(text), "changed": changed},
         })
-        self.save_ledger()
-        self._write_meta(stop_reason=None)
-
-    def _stop(self, event: Stop) -> None:
-        self.turns = max(self.turns, event.turns)
-        self.tokens = event.tokens or self.tokens
-        self.save_ledger()
-        self._write_meta(stop_reason=event.reason)
-
-    def _save_new_sources(self) -> None:
-        """The ledger after each tool call that added sources: a run killed before its turn ended
-        still knows, when restarted, the ids its tool results showed the model."""
-        count = len(self.ledger_ids())
-        if count != self._sources_saved:
-            self.save_ledger()
-            self._sources_saved = count
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -95,8 +77,7 @@ class RunRecorder:
         data = self.folder.answer_bytes()
         return hashlib.sha256(data).hexdigest() if data is not None else None
 
-    def _write_meta(self, stop_reason: str | None) -> None:
-        text = self.folder.answer_text()
+    def _write_meta(self, stop_reason: str | None, meta: dict[str, Any]) -> None:
         self.folder.write_timing(self.stats.timing())
         self.folder.write_meta({
             "stop_reason": stop_reason,
@@ -110,7 +91,6 @@ class RunRecorder:
             "bash_programs": dict(self.stats.programs),
             "assist_firings": {name: self.stats.assists[name] for name in self.settings.assists},
             "elapsed_seconds": round(self.stats.wall_ms / 1000, 3),
-            "citations": self.check_citations(text),
-            **self.run_info(),
+            **meta,
             "config": self.settings.as_config(),
         })

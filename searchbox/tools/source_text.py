@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from searchbox.dataroom.extract import ExtractedFile
-from searchbox.records.citation_check import UnreadableSource
+from searchbox.citations.check import UnreadableSource
 from searchbox.tools.builtin.common import is_document
 from searchbox.tools.arguments import ToolArgumentError
 from searchbox.tools.paths import DATAROOM_DIR, confine, open_regular
-from searchbox.tools.sources import Source
+from searchbox.citations.ledger import Source
 
 # The most of a text file a range is looked for in: a file the agent wrote may be huge, or one endless line.
 MAX_TEXT_BYTES = 8 * 2**20

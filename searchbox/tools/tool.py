@@ -20,8 +20,9 @@ from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings
 from searchbox.tools.arguments import ToolArgumentError, validate_arguments
+from searchbox.tools.gist import first_line
 from searchbox.tools.sandbox import SandboxConfig, requested_level
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.truncate import MAX_BYTES
 
 
@@ -64,7 +65,11 @@ def context_for(settings: Settings, work_dir: Path, ledger: SourceLedger,
 class ToolResult:
     text: str  # what the model sees
     is_error: bool = False
-    details: dict[str, Any] = field(default_factory=dict)  # structured extras for the feed and records
+    # Structured extras for the feed and records (events.jsonl keeps them as they are: read names its
+    # range's id there as "source", grep and the catalog tools list theirs as "sources").
+    details: dict[str, Any] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)  # the ledger ids the result shows the model, in order
+    gist: str = ""  # what the call found, in one line, from the tool that knows (tools/gist.py)
     # A catalog tool's whole JSON result, for the CLI and the explorer to show: the model sees `text`
     # (cut to the output limit), the records keep `details`.
     data: dict[str, Any] | None = None
@@ -82,6 +87,10 @@ class ToolResult:
                 "incomplete and it was not run again; call it again if you still need it.]")
         return cls(f"{partial}\n\n{note}" if partial else note, is_error=True, details={"cut": cut.reason},
                    ended=cut.ended)
+
+    def one_line(self) -> str:
+        """The gist, or else (an error, a tool with nothing to count) the text's first line."""
+        return self.gist or first_line(self.text)
 
     def record(self) -> dict[str, Any]:
         """The result as the CLI prints it and the explorer shows it."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from searchbox import inert
-from searchbox.records.citations import MARKER, marker_citations
+from searchbox.citations.markers import MARKER, marker_citations
 
 _VERDICT_MARKS = {"supported": "✓", "unsupported": "✗", "unchecked": "?"}
 

@@ -18,8 +18,8 @@ import gradio as gr
 
 from searchbox import inert
 from searchbox.jobs.bundle import downloads
-from searchbox.records.citation_check import answer_digest
-from searchbox.records.citations import cited_ids
+from searchbox.citations.check import answer_digest
+from searchbox.citations.markers import cited_ids
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard

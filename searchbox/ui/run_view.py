@@ -14,7 +14,7 @@ import json
 import queue
 import secrets
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +25,14 @@ from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_eve
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.jobs.store import QueueLimits
-from searchbox.llm.presets import PRESETS, find_preset
-from searchbox.retrieval.models import uses_jina_api
-from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, Settings, SettingsError
+from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
-from searchbox.ui.services import Services, shares_operator_key
-from searchbox.ui.visitors import client_address, operator_details
+from searchbox.ui.services import Services
+from searchbox.ui.visitors import RunRequest, client_address, llm_choices, operator_details, own_model_choice
 
-ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
-OWN_MODEL = "the app's own model"  # an LLM_GGUF that is a path or a hub file, which the page does not show
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
@@ -59,88 +55,6 @@ def example_questions(limit: int = 6) -> list[str]:
         by_type.setdefault(row["type"], row["question"])
     picked = list(by_type.values()) + [r["question"] for r in rows if r["question"] not in by_type.values()]
     return picked[:limit]
-
-
-def own_model_choice(settings: Settings) -> str:
-    """The app's own model as a choice: its endpoint (LLAMA_URL), else its LLM_GGUF under a name that
-    shows no path of the operator's."""
-    if settings.llama_url:
-        return ENDPOINT_CHOICE
-    gguf = settings.llm_gguf
-    if gguf == "auto" or gguf.startswith("packaged:"):
-        return gguf
-    preset = find_preset(gguf)
-    return preset.name if preset is not None else OWN_MODEL
-
-
-def llm_choices(settings: Settings) -> list[str]:
-    """What a visitor may pick: the app's own model, those SEARCHBOX_VISITOR_MODELS adds (an operator gets
-    auto and every preset), and an endpoint of their own where allowed. Only the operator's consent lets a
-    run download or boot another model: each one booted stays in memory."""
-    if settings.searchbox_operator:
-        extra = ["auto", *(p.name for p in PRESETS)]
-    else:
-        extra = [name.strip() for name in settings.searchbox_visitor_models.split(",") if name.strip()]
-    choices = dict.fromkeys([own_model_choice(settings), *extra])
-    if settings.searchbox_visitor_endpoints:
-        choices[ENDPOINT_CHOICE] = None
-    return list(choices)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunRequest:
-    """What the Ask panel sends for one run: each field is a named parameter of the /search endpoint, in
-    this order (the visitor's id comes last), so a page and an API caller send the same thing."""
-
-    question: str
-    upload: str | None = None
-    budget: float
-    force: bool
-    high: list[str]
-    low: list[str]
-    llm: str
-    endpoint: str
-    model_id: str
-    retrieval: str
-    embed_backend: str
-    rerank_backend: str
-    jina_key: str = ""
-
-    def overrides(self, settings: Settings) -> dict[str, Any]:
-        """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
-        server at arbitrary URLs or files, nor spend the operator's Jina key without consent."""
-        overrides = self._knobs(settings)
-        try:
-            chosen = settings.with_overrides(**overrides)
-        except SettingsError as exc:
-            raise gr.Error(str(exc)) from exc
-        if uses_jina_api(chosen) and not self.jina_key.strip() and not shares_operator_key(settings):
-            raise gr.Error("The api backends need a Jina API key of your own on this app: type it in the Jina API "
-                           "key field, or choose the local embedder and reranker.")
-        return overrides
-
-    def _knobs(self, settings: Settings) -> dict[str, Any]:
-        if self.llm not in llm_choices(settings):
-            raise gr.Error(f"Unknown model choice {self.llm!r}.")
-        overrides: dict[str, Any] = {
-            "turn_budget": int(self.budget),
-            "force_budget": bool(self.force),
-            "searchbox_tools": ",".join([*self.high, *self.low]),
-        }
-        # Retrieval choices left as the operator set them stay unchosen: the run may then fall back to
-        # models it can load here (see retrieval.availability) instead of failing on its first search.
-        chosen = {"retrieval_preset": self.retrieval, "embed_backend": self.embed_backend,
-                  "rerank_backend": self.rerank_backend}
-        overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
-        if self.llm != ENDPOINT_CHOICE:
-            return {**overrides, "llm_gguf": settings.llm_gguf if self.llm == OWN_MODEL else self.llm, "llama_url": ""}
-        endpoint, model_id = self.endpoint.strip(), self.model_id.strip()
-        # The operator's endpoint, whatever the page sent, unless visitors may give one (and did).
-        if not settings.searchbox_visitor_endpoints or not endpoint:
-            endpoint, model_id = settings.llama_url, settings.model_id
-        if not endpoint:
-            raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")
-        return {**overrides, "llama_url": endpoint, "model_id": model_id}
 
 
 async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:

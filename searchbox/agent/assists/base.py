@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from searchbox.llm.types import ToolCall, ToolChoice
-from searchbox.records.citations import cited_ids
+from searchbox.citations.markers import cited_ids
 from searchbox.settings import Settings
 from searchbox.tools.tool import ToolResult
 

@@ -5,7 +5,7 @@ the 1.5B replaced a right answer with "Sorry, but you didn't provide the id of t
 from __future__ import annotations
 
 from searchbox.agent.assists.base import Assist, RunView
-from searchbox.records.citations import cited_ids
+from searchbox.citations.markers import cited_ids
 
 
 class KeepAnswer(Assist):

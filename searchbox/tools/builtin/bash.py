@@ -6,7 +6,7 @@ from typing import Any
 
 from searchbox import inert
 from searchbox.cancel import COMPLETED, CUT_CAUSES, TIMED_OUT, Cancelled
-from searchbox.tools.bash_programs import programs_in
+from searchbox.tools.builtin.bash_programs import programs_in
 from searchbox.tools.builtin.common import LIMIT_NOTE
 from searchbox.tools.sandbox import PlumbingError, SandboxUnavailable, discard_spill, run_sandboxed
 from searchbox.tools.tool import ToolContext, ToolResult, tool
@@ -77,7 +77,10 @@ def bash(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "peak_memory_bytes": result.peak_memory_bytes,
         **({"cut": result.cut} if result.cut else {}),
     }
-    return ToolResult(text or "(no output)", is_error=bool(status or result.removed), details=details, ended=ended)
+    text = text or "(no output)"
+    lines = len(text.splitlines())
+    gist = f"{'timed out' if result.timed_out else f'exit {result.exit_code}'}, {lines} line{'s' if lines != 1 else ''} of output"
+    return ToolResult(text, is_error=bool(status or result.removed), details=details, ended=ended, gist=gist)
 
 
 def _bash_note(cut: Truncation, total_lines: int, spill: str, max_bytes: int) -> str:

@@ -29,8 +29,9 @@ from searchbox.tools.builtin.common import (
     rg_text,
     under_work,
 )
+from searchbox.tools.gist import counted
 from searchbox.tools.paths import DATAROOM_DIR, open_regular, relative_to_work
-from searchbox.tools.rg_events import rg_events
+from searchbox.tools.builtin.rg_events import rg_events
 from searchbox.tools.tool import ToolContext, ToolResult, tool
 from searchbox.tools.truncate import MAX_LINE_CHARS, shorten_line, truncate_head
 
@@ -109,7 +110,7 @@ def grep(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not matches:
         if code == 2 and errors:
             raise ToolArgumentError(f"grep: {errors}")
-        return ToolResult("No matches found", details={"matches": 0})
+        return ToolResult("No matches found", details={"matches": 0}, gist=counted(0, "matches", []))
     # Cut with the widest id every match row could get, so the rows shown with their real ids fit too.
     widest = f"[s{len(ctx.ledger.sources()) + matches}] "
     cut = truncate_head("\n".join(_grep_row(row, widest) for row in rows), max_bytes=ctx.max_bytes)
@@ -123,8 +124,10 @@ def grep(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if lines_cut:
         notes.append(f"Some lines were cut to {MAX_LINE_CHARS} characters. Use read to see them whole")
     text = noted("\n".join(_grep_row(row, f"[{ids[n]}] " if n in ids else "") for n, row in enumerate(shown)), notes)
+    sources = list(dict.fromkeys(ids.values()))
     return ToolResult(text, details={"matches": matches, "limit_reached": limit_hit, "truncated": cut.truncated,
-                                     "sources": list(dict.fromkeys(ids.values()))})
+                                     "sources": sources}, sources=sources,
+                      gist=counted(matches, "matches", [row.path for row in shown if row and row.is_match]))
 
 
 class _GrepRow(NamedTuple):

@@ -6,6 +6,7 @@ from typing import IO, Any
 from collections.abc import Iterable
 
 from searchbox.tools.arguments import ToolArgumentError
+from searchbox.tools.gist import clip
 from searchbox.tools.builtin.common import LIMIT_NOTE, PATH_ARGUMENT, document_lines, existing, is_document
 from searchbox.tools.paths import open_regular, relative_to_work
 from searchbox.tools.tool import ToolContext, ToolResult, tool
@@ -59,7 +60,9 @@ def read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     note = _read_note(cut, first, last, total, ctx.max_bytes)
     details = {"path": rel, "source": source.id, "first_line": first, "last_line": last, "total_lines": total,
                "extracted": extracted, "truncated": cut.truncated}
-    return ToolResult(text + (f"\n\n{note}" if note else ""), details=details)
+    whole = first == 1 and last == total
+    gist = note.strip("[]") if note else f"{total} lines (the whole file)" if whole else f"lines {first}-{last} of {total}"
+    return ToolResult(text + (f"\n\n{note}" if note else ""), details=details, sources=[source.id], gist=clip(gist))
 
 
 def _select(lines: Iterable[str], offset: int, limit: int | None, max_bytes: int) -> tuple[list[str], int]:

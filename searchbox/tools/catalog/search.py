@@ -9,7 +9,7 @@ from typing import Any
 
 from searchbox.retrieval.engine import Hit
 from searchbox.tools.catalog.results import json_result
-from searchbox.tools.excerpt import excerpt, term_weights
+from searchbox.tools.catalog.excerpt import excerpt, term_weights
 from searchbox.tools.paths import DATAROOM_DIR, dataroom_relative
 from searchbox.tools.tool import ToolContext, ToolResult, tool
 from searchbox.tools.truncate import format_size

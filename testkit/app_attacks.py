@@ -1,10 +1,10 @@
 """The app-side attack suite of issue 20: what confined bash can leave in work/ for the unconfined app to
-trip over. The sandbox holds (tests/sandbox_attacks.py); these attacks go through it legitimately (a
+trip over. The sandbox holds (testkit/sandbox_attacks.py); these attacks go through it legitimately (a
 link, a sparse file, a renamed folder are all things bash may make in work/) and then wait for the
 app's own code to follow, copy, write or load what they left.
 
 Each attack is a whole run of the real loop (agent/run.run_job) with the real bash tool at a given
-BASH_SANDBOX level, driven by a scripted model (tests/fake_model.py) that obeys a hostile document:
+BASH_SANDBOX level, driven by a scripted model (testkit/fake_model.py) that obeys a hostile document:
 it runs the attack's bash commands, then replies with a final answer. Afterwards every surface the app
 shows or hands out is gathered as a visitor would get it — the answer panel, the sources, the
 ANSWER.md download, the run bundle, the turn snapshots, run_meta.json, the CLI's summary, the score —
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fake_model import FakeChatModel, Said
+from testkit.fake_model import FakeChatModel, Said
 from searchbox.agent.run import run_job
 from searchbox.jobs.bundle import downloads
 from searchbox.jobs.job import create_job
@@ -46,7 +46,7 @@ JOB_DISK_MB = 16
 SURFACE_SECONDS = 90  # gathering every surface of a small run takes well under a second; a FIFO would hang it
 CHILD_SECONDS = 400  # a loaded 2-core machine takes ~30 s; a stall never ends
 CHILD_MEMORY_BYTES = 6 << 30  # the app's address space: an endless read of /dev/zero ends here
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "What was total revenue in fiscal 2025?"
 DATAROOM = {"finance/revenue_2025.md": "# Revenue 2025\n\nTotal revenue for fiscal 2025 was 48.2 million euros."}
 
@@ -190,10 +190,10 @@ def run_attack(attack: Attack, level: str) -> bool:
     read kills the child instead of the machine."""
     base = Path(tempfile.mkdtemp(prefix="searchbox-app-attack-"))
     try:
-        env = {**os.environ, "HF_TOKEN": SECRET, "APP_ATTACK_SECRET": SECRET, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
-        code = f"import app_attacks, sys; sys.exit(app_attacks.attack_in_child({ATTACKS.index(attack)}, {level!r}, {str(base)!r}))"
+        env = {**os.environ, "HF_TOKEN": SECRET, "APP_ATTACK_SECRET": SECRET, "PYTHONPATH": str(ROOT)}
+        code = f"import sys; from testkit import app_attacks; sys.exit(app_attacks.attack_in_child({ATTACKS.index(attack)}, {level!r}, {str(base)!r}))"
         try:
-            done = subprocess.run([sys.executable, "-c", code], env=env, cwd=TESTS, capture_output=True, text=True,
+            done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
                                   timeout=CHILD_SECONDS, preexec_fn=_cap_memory)
         except subprocess.TimeoutExpired:
             print(f"{attack.name}: the app stalled")

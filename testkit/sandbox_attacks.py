@@ -26,7 +26,7 @@ from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig, choose
 from searchbox.tools.sandbox.budget import measure
 from searchbox.tools.sandbox.cgroup import hierarchies
-from searchbox.tools.sources import SourceLedger
+from searchbox.citations.ledger import SourceLedger
 from searchbox.tools.tool import ToolContext, ToolResult
 
 SECRET = f"app-secret-{random.randrange(10**9)}"

@@ -2,7 +2,7 @@
 and given a verdict, `supported`, `unsupported` or `unchecked`, with the reason.
 
 The check rests on what can be checked: the sentence's facts (dates, amounts, percentages, other
-numbers, names) looked for in the source's text after the normalisation must-facts get (records/facts.py:
+numbers, names) looked for in the source's text after the normalisation must-facts get (citations/facts.py:
 case, thousands separators, currency symbols, scale words, dates written any way); an amount or a
 percentage rounded in the answer ("$48.2 million" for 48,213,000) still matches. Beside that, a
 support score: the embedder's cosine between the sentence and the source's passages most like it.
@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from searchbox.records.citations import citing_sentences
-from searchbox.records.facts import DATE_IN_TEXT, normalize, numbers, span_present
+from searchbox.citations.markers import citing_sentences
+from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
 
 VERDICTS = ("supported", "unsupported", "unchecked")
 # Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
@@ -89,7 +89,7 @@ class Fact:
 @dataclass
 class CitationCheck:
     id: str
-    occurrence: int  # this id's n-th citation in the answer, as records.citations numbers them
+    occurrence: int  # this id's n-th citation in the answer, as citations.markers numbers them
     sentence: str
     verdict: str
     reason: str

@@ -1,7 +1,7 @@
 """An in-process scripted chat model for the loop's logic: no server, no HTTP, no threads. Each
 `stream` call takes the next reply of the script and records what the loop sent (messages, tools,
 tool_choice), so a test reads the conversation the loop held. The HTTP path (the OpenAI-compatible
-client against tests/scripted_endpoint.py, and a real llama.cpp server) keeps its own tests."""
+client against testkit/scripted_endpoint.py, and a real llama.cpp server) keeps its own tests."""
 
 from __future__ import annotations
 

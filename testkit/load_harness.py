@@ -22,8 +22,8 @@ from typing import Any
 
 from gradio_client import Client
 
-from app_server import running_app
-from scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.app_server import running_app
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.records.files import read_json, read_jsonl
 
 QUESTION = "Who audited the FY2025 financial statements? (load run {tag})"
@@ -125,8 +125,9 @@ class LoadResult:
         return self.runs // self.clients + (client < self.runs % self.clients)
 
     def tally(self) -> str:
+        """The figures of the reliability tally `load` (testkit/tally.py)."""
         marks = ", ".join(f"after {n}: {kb / 1024:.0f} MB" for n, kb in sorted(self.rss_kb.items()))
-        return (f"RELIABILITY load: {self.runs} submissions, {self.clients} clients, {self.finished['done']} finished, "
+        return (f"{self.runs} submissions, {self.clients} clients, {self.finished['done']} finished, "
                 f"worst page {self.page.worst():.2f} s, worst jobs table {self.table.worst():.2f} s, RSS {marks}")
 
     def table_rows(self) -> list[tuple[str, str]]:
