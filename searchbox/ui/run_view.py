@@ -22,6 +22,7 @@ import gradio as gr
 
 from searchbox import inert
 from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
+from searchbox.agent.pi import install as pi_install
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.jobs.store import QueueLimits
@@ -87,6 +88,11 @@ def llm_choices(settings: Settings) -> list[str]:
     return list(choices)
 
 
+def harness_choices() -> list[str]:
+    """The harnesses a run may use here: Pi only where it can run (Node.js and the pinned Pi installed)."""
+    return ["native", "pi"] if pi_install.pi_problem() is None else ["native"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunRequest:
     """What the Ask panel sends for one run: each field is a named parameter of the /search endpoint, in
@@ -105,6 +111,7 @@ class RunRequest:
     embed_backend: str
     rerank_backend: str
     jina_key: str = ""
+    harness: str = ""  # empty: the app's own HARNESS
 
     def overrides(self, settings: Settings) -> dict[str, Any]:
         """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
@@ -132,6 +139,10 @@ class RunRequest:
         chosen = {"retrieval_preset": self.retrieval, "embed_backend": self.embed_backend,
                   "rerank_backend": self.rerank_backend}
         overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
+        if self.harness:
+            if self.harness not in harness_choices():
+                raise gr.Error(f"The harness {self.harness!r} cannot run on this app: {pi_install.pi_problem() or 'unknown'}")
+            overrides["harness"] = self.harness
         if self.llm != ENDPOINT_CHOICE:
             return {**overrides, "llm_gguf": settings.llm_gguf if self.llm == OWN_MODEL else self.llm, "llama_url": ""}
         endpoint, model_id = self.endpoint.strip(), self.model_id.strip()
@@ -363,6 +374,10 @@ class RunView:
                         rerank_backend = gr.Radio(["local", "api"], value=self.services.settings.rerank_backend, label="Reranker")
                     jina_key = gr.Textbox(label="Jina API key (for the api backends; used for this run only, never stored)",
                                           type="password", value="")
+                    harnesses = harness_choices()
+                    harness = gr.Radio(harnesses, value=settings.harness if settings.harness in harnesses else "native",
+                                       label="Harness (native: searchbox's loop; pi: the Pi coding agent)",
+                                       visible=len(harnesses) > 1)
                 with gr.Row():
                     run_button = gr.Button("Search", variant="primary")
                     pause_button = gr.Button("Pause", interactive=False)
@@ -381,8 +396,10 @@ class RunView:
         form = dict(question=question, upload=upload, budget=budget, force=force, high=high_tools, low=low_tools,
                     llm=llm, endpoint=endpoint, model_id=model_id, retrieval=retrieval, embed_backend=embed_backend,
                     rerank_backend=rerank_backend, jina_key=jina_key)
-        assert list(form) == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
-        run_button.click(self.run, inputs_kwargs={**form, "owner": owner}, outputs=[*self.live_outputs, owner],
+        assert [*form, "harness"] == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
+        # The harness comes after the owner: API callers that pass the parameters in order keep working.
+        run_button.click(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness},
+                         outputs=[*self.live_outputs, owner],
                          api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
         pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")

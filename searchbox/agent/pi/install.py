@@ -68,3 +68,12 @@ def pi_problem() -> str | None:
     if not EXTENSION.is_file():
         return f"the extension {EXTENSION} is missing"
     return None
+
+
+def pi_status() -> dict[str, str | bool | None]:
+    """What `doctor` reports of HARNESS=pi: whether it can run, and with which Pi and Node."""
+    problem = pi_problem()
+    node = node_binary()
+    version = _node_version(node) if node else None
+    return {"ready": problem is None, "problem": problem, "pinned": pinned_version(), "installed": installed_version(),
+            "node": ".".join(map(str, version)) if version else None}
