@@ -186,6 +186,21 @@ def test_pause_aborts_pi_and_cuts_the_running_tool_and_resume_continues_its_sess
 
 @needs_pi
 @pytest.mark.slow
+def test_a_pi_turn_that_never_goes_idle_is_ended_at_max_steps_and_the_budget_goes_on(tmp_path: Path) -> None:
+    with ScriptedEndpoint(default=Reply(tool_calls=[{"name": "ls", "arguments": {"path": "dataroom"}}])) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                             max_steps_per_turn=2, turn_budget=2, force_budget=True)
+        job = _job(tmp_path, "runaway", settings)
+        assert run_job(job, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=1)) == "budget_spent"
+    events = read_events(job / "events.jsonl")
+    ended = [e.message for e in events if isinstance(e, Notice) and "MAX_STEPS_PER_TURN" in e.message]
+    assert ended == ["turn 1 reached MAX_STEPS_PER_TURN and was ended", "turn 2 reached MAX_STEPS_PER_TURN and was ended"]
+    assert [row["turn"] for row in read_jsonl(job / "turns.jsonl")] == [1, 2]
+    assert max(e.step for e in events) <= 2 * 3  # the third response of a turn is where Pi is aborted
+
+
+@needs_pi
+@pytest.mark.slow
 def test_pis_process_gets_none_of_the_apps_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "hf_app-secret-that-must-stay-home"
     monkeypatch.setenv("HF_TOKEN", secret)

@@ -5,7 +5,8 @@ Pi runs its own loop and compaction, untouched. Searchbox appends its task block
 sends the question once, and counts turns: a turn is Pi's agent_start ... agent_end, a step is one of
 Pi's turns (one assistant message and its tool calls). With force-budget on, each idle Pi gets a bare
 `Continue.` while the budget is unspent. Pause, Stop, preemption and the time limits abort Pi, and the
-tool running then is cut through the run's cancel token; a resumed run continues Pi's session file.
+tool running then is cut through the run's cancel token; TURN_TIMEOUT_SECONDS and MAX_STEPS_PER_TURN end
+the turn that way and the run goes on. A resumed run continues Pi's session file.
 Every tool Pi calls runs here, in this thread, through the run's Toolbox (tool_server.py), so sources,
 ledger ids, events and records come from the same code as a native run's. Pi's events become
 searchbox's typed events; token totals are summed from Pi's session file.
@@ -44,6 +45,8 @@ _ORDER_WAIT_S = 1.0
 # How long Pi may take to end its turn after an abort, and to start.
 _ABORT_WAIT_S = 15.0
 _START_WAIT_S = 90.0
+# The limits that end a turn (Pi is aborted, the run goes on), as the feed words them.
+_TURN_ENDERS = {"turn_timeout": "passed TURN_TIMEOUT_SECONDS", "max_steps": "reached MAX_STEPS_PER_TURN"}
 
 
 class _RunOver(Exception):
@@ -79,6 +82,7 @@ class PiLoop:
         self._step_started = time.monotonic()
         self._last_assistant: dict[str, Any] = {}
         self._turn_deadline = float("inf")
+        self._steps_in_turn = 0
 
     # -- the run --------------------------------------------------------------------------
 
@@ -171,6 +175,7 @@ class PiLoop:
     def _until_idle(self, turn_started: float) -> None:
         """Pi's events and tool calls until its agent_end; a stop or a time limit aborts Pi first."""
         self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
+        self._steps_in_turn = 0
         aborting: str | None = None
         aborted_at = 0.0
         while True:
@@ -180,7 +185,7 @@ class PiLoop:
                     aborted_at = time.monotonic()
                     self._send({"type": "abort"})
             elif time.monotonic() - aborted_at > _ABORT_WAIT_S:
-                raise _RunOver(aborting if aborting != "turn_timeout" else "error_harness",
+                raise _RunOver(aborting if aborting not in _TURN_ENDERS else "error_harness",
                                f"Pi did not stop within {_ABORT_WAIT_S:.0f} s of an abort")
             try:
                 kind, item = self.inbox.get(timeout=0.1)
@@ -190,8 +195,8 @@ class PiLoop:
             if kind == "tool":
                 self._tool_request(*item, cut=aborting)
             elif self._on_event(item, cut=aborting) == "idle":
-                if aborting == "turn_timeout":
-                    self.bus.emit(Notice(level="warning", message=f"turn {self.turn} passed TURN_TIMEOUT_SECONDS and was ended"))
+                if aborting in _TURN_ENDERS:
+                    self.bus.emit(Notice(level="warning", message=f"turn {self.turn} {_TURN_ENDERS[aborting]} and was ended"))
                     return
                 if aborting is not None:
                     raise _RunOver(aborting)
@@ -207,6 +212,8 @@ class PiLoop:
             return "ceiling_seconds"
         if now > self._turn_deadline:
             return "turn_timeout"
+        if self._steps_in_turn > self.settings.max_steps_per_turn:
+            return "max_steps"
         return None
 
     def _check_stop(self) -> None:
@@ -227,6 +234,7 @@ class PiLoop:
     def _on_event(self, event: Line, cut: str | None) -> str | None:
         kind = event.get("type")
         if kind == "turn_start":
+            self._steps_in_turn += 1
             self.step += 1
             self.bus.step = self.step
             self._step_started = time.monotonic()
