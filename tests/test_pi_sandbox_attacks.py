@@ -4,8 +4,6 @@ extension and the tool socket to searchbox's confined bash."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from sandbox_attacks import PI_ATTACKS, Scene, run_pi_suite
