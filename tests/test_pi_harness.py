@@ -258,6 +258,19 @@ def test_without_node_on_path_pi_is_refused_with_what_to_install(monkeypatch: py
     assert problem is not None and "Node.js" in problem and "npm ci --prefix pi" in problem
 
 
+def test_the_cli_refuses_harness_pi_at_once_without_node(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "searchbox", "run", QUESTION, "--out", str(tmp_path / "job"), "--set", "HARNESS=pi",
+               "--set", f"SEARCHBOX_CACHE_DIR={tmp_path / 'cache'}"]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, env={**os.environ, "PATH": "/nonexistent"}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "npm ci --prefix pi" in done.stderr, done.stderr[-2000:]
+    assert time.monotonic() - started < 60 and not (tmp_path / "job").exists()  # no job, no model loaded
+
+
 def test_pis_environment_is_an_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
