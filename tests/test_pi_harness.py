@@ -258,6 +258,18 @@ def test_without_node_on_path_pi_is_refused_with_what_to_install(monkeypatch: py
     assert problem is not None and "Node.js" in problem and "npm ci --prefix pi" in problem
 
 
+@needs_pi
+def test_pi_is_not_started_over_project_settings_the_model_left_in_work(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, harness="pi", searchbox_tools="")
+    job = _job(tmp_path, "planted", settings)
+    (job / "work" / ".pi").mkdir()
+    (job / "work" / ".pi" / "settings.json").write_text('{"extensions": ["../evil.ts"]}')
+    model = FakeChatModel([], default=Said(text="never asked"))
+    assert run_job(job, settings, model) == "error_harness"
+    assert not model.requests and not (job / "pi" / "sessions").exists()
+    assert any(isinstance(e, Notice) and "work/.pi exists" in e.message for e in read_events(job / "events.jsonl"))
+
+
 def test_the_cli_refuses_harness_pi_at_once_without_node(tmp_path: Path) -> None:
     import subprocess
     import sys
