@@ -66,6 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """A one-shot run: the question over the dataroom, records and ANSWER.md in --out."""
     import time
 
+    from searchbox.agent.pi.install import pi_problem
     from searchbox.agent.run import run_job
     from searchbox.jobs.job import create_job
     from searchbox.llm.connect import connect_for_run
@@ -76,6 +77,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.force_budget:
         overrides["force_budget"] = True
     settings = Settings.resolve(**overrides)
+    if settings.harness == "pi" and (problem := pi_problem()):  # at once, not after loading the model
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     job_dir = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     create_job(job_dir, args.question, source, settings)

@@ -76,6 +76,7 @@ class Report:
     llama_system_info: str  # llama_print_system_info(), whole
     llm_auto: str  # what LLM_GGUF=auto picks here, and from which figures
     sandbox: dict[str, Any]  # the bash sandbox record a run would get (level, why, limits)
+    harness_pi: dict[str, Any]  # whether HARNESS=pi can run here: Pi's pinned and installed versions, Node's
     models: list[ModelStatus]
     hub_reachable: bool
     hub_reason: str  # why not, when not
@@ -138,6 +139,7 @@ def gpu_notices(check: GpuCheck) -> list[str]:
 def gather(settings: Settings) -> Report:
     """The whole report. Looks only: nothing is downloaded, assembled or loaded (the hub gets one
     quick request, remembered for the process)."""
+    from searchbox.agent.pi.install import pi_status
     from searchbox.hub import hub_unavailable_reason
     from searchbox.tools.sandbox import for_settings
 
@@ -151,6 +153,7 @@ def gather(settings: Settings) -> Report:
         llama_system_info=info,
         llm_auto=_llm_auto(gpu, models, hub_reason),
         sandbox=for_settings(settings).record(),
+        harness_pi=pi_status(),
         models=models,
         hub_reachable=not hub_reason,
         hub_reason=hub_reason,
@@ -183,6 +186,9 @@ def rows(report: Report) -> list[tuple[str, str]]:
     ]
     if limits:
         lines.append(("bash limits", limits))
+    pi = report.harness_pi
+    lines.append(("HARNESS=pi", f"ready: Pi {pi['installed']} on Node.js {pi['node']}" if pi["ready"] else
+                  f"not available: {pi['problem']}"))
     lines += [(f"{m.role} {m.name}", f"{'ready' if m.ready else 'not here'}: {m.state}") for m in report.models]
     lines.append(("hub", "reachable" if report.hub_reachable else report.hub_reason))
     lines += [(f"disk ({d.role})", f"{d.free_mb:,} of {d.total_mb:,} MB free at {d.path}") for d in report.disks]

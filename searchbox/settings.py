@@ -128,6 +128,10 @@ class Settings:
     max_steps_per_turn: int = knob(
         40, "LLM responses per turn before the turn is ended (unless set, the built-in runtime's model preset fits it)"
     )
+    harness: str = knob(
+        "native", "which agent harness runs the loop: native (searchbox's own) or pi (the Pi coding agent in RPC mode, "
+        "with searchbox's tools, sandbox and records; needs Node.js and `npm ci --prefix pi`)", choices=("native", "pi")
+    )
     harness_assists: str = knob(
         "", "the assists of the agent loop that are on, a comma list of " + ", ".join(ASSIST_NAMES) + " (empty: the "
         "minimal loop); unless set, the built-in runtime's model preset fits it (all of them for the packaged models)"

@@ -355,3 +355,37 @@ def _remove(base: Path) -> None:
             if not os.path.islink(path):
                 os.chmod(path, 0o755)
     shutil.rmtree(base, ignore_errors=True)
+
+
+# The attacks a run under HARNESS=pi is held to as well (issue 23): each through Pi's own bash tool.
+PI_ATTACKS = ("read another visitor's job folder", "read the app's environment (/proc/<app>/environ: API keys)",
+              "write outside work/ (/tmp, the job folder, the jobs root)", "open a TCP connection to the host")
+
+
+def run_pi_suite(level: str, bash: Callable[[Scene, str], ToolResult]) -> dict[str, bool | None]:
+    """PI_ATTACKS' outcomes at `level`, each command run by `bash(scene, command)` (a Pi run in the
+    scene's job folder) instead of the bash tool directly."""
+    if choose(level).name != level:
+        return {name: None for name in PI_ATTACKS}
+
+    class PiScene(Scene):
+        def bash(self, command: str, **config: object) -> ToolResult:
+            return bash(self, command)
+
+    outcomes: dict[str, bool | None] = {}
+    with _app_side() as (tcp, udp):
+        bystander = _bystander()
+        try:
+            for attack in (a for a in ATTACKS if a.name in PI_ATTACKS):
+                base = Path(tempfile.mkdtemp(prefix="searchbox-attack-"))
+                try:
+                    other = base / "other-job"
+                    other.mkdir()
+                    (other / "question.txt").write_text("another visitor's question")
+                    outcomes[attack.name] = attack.run(PiScene(base, level, tcp, udp, bystander.pid))
+                finally:
+                    _remove(base)
+        finally:
+            bystander.kill()
+            bystander.wait()
+    return outcomes

@@ -64,6 +64,17 @@ def test_doctor_prints_one_line_per_topic(tmp_path: Path) -> None:
     assert "(BASH_SANDBOX=landlock)" in done.stdout
 
 
+def test_doctor_says_whether_harness_pi_can_run_here(tmp_path: Path) -> None:
+    from searchbox.agent.pi.install import pi_problem, pinned_version
+
+    done = doctor(tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    pi = json.loads(done.stdout)["harness_pi"]
+    assert pi["ready"] is (pi_problem() is None) and pi["problem"] == pi_problem() and pi["pinned"] == pinned_version()
+    line = next(line for line in doctor(tmp_path).stdout.splitlines() if line.startswith("HARNESS=pi"))
+    assert (f"ready: Pi {pinned_version()}" in line) if pi["ready"] else ("npm ci --prefix pi" in line or "Node" in line)
+
+
 L40S = Gpu("NVIDIA L40S", 46_068, 45_400, "nvidia-smi")
 
 

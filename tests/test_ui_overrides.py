@@ -171,3 +171,18 @@ def test_a_download_url_cannot_be_derived_from_the_files_bytes(public_app) -> No
     assert served.parent.name != hash_file(served) and not derived.exists()
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(f"{url}gradio_api/file={derived}", timeout=30)
+
+
+def test_a_visitor_picks_the_pi_harness_only_where_it_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from searchbox.agent.pi import install
+    from searchbox.ui.run_view import own_model_choice
+
+    settings = Settings.resolve(env={})
+    monkeypatch.setattr(install, "pi_problem", lambda: None)
+    assert overrides_for(settings, llm=own_model_choice(settings), endpoint="", harness="pi", **ARGS)["harness"] == "pi"
+    assert "harness" not in overrides_for(settings, llm=own_model_choice(settings), endpoint="", **ARGS)  # the app's own
+    monkeypatch.setattr(install, "pi_problem", lambda: "HARNESS=pi needs Node.js 20.6+ on PATH")
+    with pytest.raises(gr.Error, match="Node.js"):
+        overrides_for(settings, llm=own_model_choice(settings), endpoint="", harness="pi", **ARGS)
+    with pytest.raises(gr.Error):
+        overrides_for(settings, llm=own_model_choice(settings), endpoint="", harness="claude-code", **ARGS)

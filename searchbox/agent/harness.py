@@ -1,4 +1,4 @@
-"""Which harness ran a run (SPEC 2.3): its name, the package version, the git commit of the checkout
+"""Which harness ran a run (SPEC 2.3): its name (HARNESS), its version (searchbox's, or Pi's), the git commit of the checkout
 it ran from, the assists that were on and the tool-call parser. `run_meta.json` records it under
 `harness`, each sweep row carries it, and `report` keeps runs of different harnesses apart."""
 
@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from searchbox.agent.pi.install import installed_version, pinned_version
 from searchbox.llm.parsing import PARSER_VERSION
 from searchbox.settings import Settings
 
@@ -19,6 +20,13 @@ _ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages) h
 
 
 def harness_record(settings: Settings) -> dict[str, Any]:
+    if settings.harness == "pi":
+        # Pi runs no assist. Its calls are parsed by searchbox when it serves the built-in runtime to Pi,
+        # by Pi itself (the endpoint's native tool calls) behind LLAMA_URL.
+        parsing = "endpoint" if settings.llama_url else settings.tool_call_parsing
+        return {"name": "pi", "version": installed_version(), "pinned": pinned_version(),
+                "searchbox_version": package_version(), "commit": git_commit(), "assists": [],
+                "tool_call_parsing": parsing, "parser_version": None if settings.llama_url else PARSER_VERSION}
     return {"name": NAME, "version": package_version(), "commit": git_commit(), "assists": list(settings.assists),
             "tool_call_parsing": settings.tool_call_parsing, "parser_version": PARSER_VERSION}
 

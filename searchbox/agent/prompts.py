@@ -47,6 +47,11 @@ COMPACTED_PREFIX = "The earlier part of this session was summarized to save cont
 
 
 def system_prompt(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False) -> str:
+    return f"{HARNESS}\n\n{task_block(today, bash=bash, quotes=quotes)}"
+
+
+def task_block(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False) -> str:
+    """The task, as the native loop's system prompt ends and as HARNESS=pi appends it to Pi's own."""
     task = TASK_BLOCK.format(date=(today or dt.date.today()).isoformat(),
                              tools_line=TOOLS_WITH_BASH if bash else TOOLS_WITHOUT_BASH)
-    return f"{HARNESS}\n\n{task}{CITE_WITH_QUOTES if quotes else ''}"
+    return f"{task}{CITE_WITH_QUOTES if quotes else ''}"

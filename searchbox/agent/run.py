@@ -8,8 +8,10 @@ from typing import Any
 
 from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
-from searchbox.records.events import EventBus, Listener, Notice
+from searchbox.records.events import EventBus, Listener, Notice, Stop
 from searchbox.agent.loop import AgentLoop
+from searchbox.agent.pi.install import pi_problem
+from searchbox.agent.pi.loop import PiLoop
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.call_parsing import with_call_parsing
@@ -67,8 +69,15 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     bus = EventBus(folder.events, [recording, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))
-    loop = AgentLoop(job_dir, settings, model, toolbox, bus, control)
-    return loop.run(folder.question())
+    return make_loop(job_dir, settings, model, toolbox, bus, control).run(folder.question())
+
+
+def make_loop(job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
+              control: RunControl) -> AgentLoop | PiLoop:
+    """The harness HARNESS names, behind one interface: `run(question)` returns the stop reason."""
+    if settings.harness == "pi":
+        return PiLoop(job_dir, settings, model, toolbox, bus, control)
+    return AgentLoop(job_dir, settings, model, toolbox, bus, control)
 
 
 def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
@@ -81,6 +90,10 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
     from searchbox.llm.connect import connect_for_run
 
     boot = EventBus(JobFolder(job_dir).events, listeners)
+    if settings.harness == "pi" and (problem := pi_problem()):  # before minutes of model loading, not after
+        boot.emit(Notice(level="error", message=problem))
+        boot.emit(Stop(reason="error_harness", done=False))
+        return "error_harness"
     last_report = [0.0]
 
     def progress(done: int, total: int | None) -> None:

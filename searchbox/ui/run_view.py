@@ -31,7 +31,8 @@ from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
-from searchbox.ui.visitors import RunRequest, client_address, llm_choices, operator_details, own_model_choice
+from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices, operator_details,
+                                   own_model_choice)
 
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
@@ -277,6 +278,10 @@ class RunView:
                         rerank_backend = gr.Radio(["local", "api"], value=self.services.settings.rerank_backend, label="Reranker")
                     jina_key = gr.Textbox(label="Jina API key (for the api backends; used for this run only, never stored)",
                                           type="password", value="")
+                    harnesses = harness_choices()
+                    harness = gr.Radio(harnesses, value=settings.harness if settings.harness in harnesses else "native",
+                                       label="Harness (native: searchbox's loop; pi: the Pi coding agent)",
+                                       visible=len(harnesses) > 1)
                 with gr.Row():
                     run_button = gr.Button("Search", variant="primary")
                     pause_button = gr.Button("Pause", interactive=False)
@@ -295,8 +300,10 @@ class RunView:
         form = dict(question=question, upload=upload, budget=budget, force=force, high=high_tools, low=low_tools,
                     llm=llm, endpoint=endpoint, model_id=model_id, retrieval=retrieval, embed_backend=embed_backend,
                     rerank_backend=rerank_backend, jina_key=jina_key)
-        assert list(form) == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
-        run_button.click(self.run, inputs_kwargs={**form, "owner": owner}, outputs=[*self.live_outputs, owner],
+        assert [*form, "harness"] == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
+        # The harness comes after the owner: API callers that pass the parameters in order keep working.
+        run_button.click(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness},
+                         outputs=[*self.live_outputs, owner],
                          api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
         pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")

@@ -20,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from searchbox.agent.pi import install as pi_install
 from searchbox.llm.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
 from searchbox.settings import Settings, SettingsError, without_userinfo
@@ -79,6 +80,11 @@ def llm_choices(settings: Settings) -> list[str]:
     return list(choices)
 
 
+def harness_choices() -> list[str]:
+    """The harnesses a run may use here: Pi only where it can run (Node.js and the pinned Pi installed)."""
+    return ["native", "pi"] if pi_install.pi_problem() is None else ["native"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunRequest:
     """What the Ask panel sends for one run: each field is a named parameter of the /search endpoint, in
@@ -97,6 +103,7 @@ class RunRequest:
     embed_backend: str
     rerank_backend: str
     jina_key: str = ""
+    harness: str = ""  # empty: the app's own HARNESS
 
     def overrides(self, settings: Settings) -> dict[str, Any]:
         """The knobs a visitor sets for one run: a fixed list, each checked, so a page cannot point the
@@ -124,6 +131,10 @@ class RunRequest:
         chosen = {"retrieval_preset": self.retrieval, "embed_backend": self.embed_backend,
                   "rerank_backend": self.rerank_backend}
         overrides.update({k: v for k, v in chosen.items() if v != getattr(settings, k)})
+        if self.harness:
+            if self.harness not in harness_choices():
+                raise gr.Error(f"The harness {self.harness!r} cannot run on this app: {pi_install.pi_problem() or 'unknown'}")
+            overrides["harness"] = self.harness
         if self.llm != ENDPOINT_CHOICE:
             return {**overrides, "llm_gguf": settings.llm_gguf if self.llm == OWN_MODEL else self.llm, "llama_url": ""}
         endpoint, model_id = self.endpoint.strip(), self.model_id.strip()

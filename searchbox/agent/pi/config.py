@@ -1,0 +1,102 @@
+"""How a run starts Pi: its agent folder (models.json naming the run's model), its command line and its
+environment. Everything lives in the job folder beside work/ (`<job>/pi/`), never inside it, and Pi's
+environment is an allowlist: no key or token of the app reaches it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from searchbox.agent.pi.install import EXTENSION, node_binary, pi_entry
+
+PROVIDER = "searchbox"
+
+
+@dataclass(frozen=True)
+class PiPaths:
+    root: Path  # <job>/pi
+
+    @property
+    def agent_dir(self) -> Path:  # PI_CODING_AGENT_DIR: models.json, settings.json
+        return self.root / "agent"
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "tools.sock"
+
+    @property
+    def stderr(self) -> Path:
+        return self.root / "pi-stderr.log"
+
+    def session_file(self) -> Path | None:
+        """Pi's session of this job, once it wrote one (the newest, should there be more)."""
+        files = sorted(self.sessions.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if self.sessions.is_dir() else []
+        return files[-1] if files else None
+
+
+def base_url(llama_url: str) -> str:
+    """LLAMA_URL as the OpenAI-compatible base Pi appends /chat/completions to."""
+    url = llama_url.rstrip("/")
+    url = url.removesuffix("/chat/completions")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def url_problem(llama_url: str) -> str | None:
+    """Pi's models.json is a file of the run: an endpoint with credentials in its URL cannot go there."""
+    if "@" in urlsplit(llama_url).netloc:
+        return "HARNESS=pi cannot use a LLAMA_URL with credentials in it (they would be written to the job folder)"
+    return None
+
+
+def write_agent_dir(paths: PiPaths, url: str, model_id: str, context_window: int, max_tokens: int) -> None:
+    """models.json with one provider, the run's model; settings.json keeps Pi's loop as it ships."""
+    for folder in (paths.agent_dir, paths.sessions, paths.home):
+        folder.mkdir(parents=True, exist_ok=True)
+    models = {"providers": {PROVIDER: {
+        "baseUrl": url, "api": "openai-completions", "apiKey": "searchbox",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": model_id, "name": model_id, "reasoning": False, "input": ["text"],
+                    "contextWindow": context_window, "maxTokens": max_tokens,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
+    }}}
+    (paths.agent_dir / "models.json").write_text(json.dumps(models, indent=2), encoding="utf-8")
+    (paths.agent_dir / "settings.json").write_text(json.dumps({"quietStartup": True}), encoding="utf-8")
+
+
+def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None) -> list[str]:
+    node = node_binary() or "node"
+    argv = [node, str(pi_entry()), "--mode", "rpc", "--provider", PROVIDER, "--model", model_id,
+            # Only the extension's tools: every built-in Pi offers runs through searchbox's confined tools.
+            "--no-builtin-tools", "--extension", str(EXTENSION),
+            "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
+            "--offline", "--session-dir", str(paths.sessions), "--append-system-prompt", task_block]
+    if session is not None:
+        argv += ["--session", str(session)]
+    return argv
+
+
+def pi_env(paths: PiPaths, token: str, socket_path: Path) -> dict[str, str]:
+    """An allowlist, as bash's is: Pi needs a PATH for node, its agent folder and the tool socket."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(paths.home),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(paths.home),
+        "PI_CODING_AGENT_DIR": str(paths.agent_dir),
+        "PI_OFFLINE": "1",
+        "PI_SKIP_VERSION_CHECK": "1",
+        "PI_TELEMETRY": "0",
+        "SEARCHBOX_TOOL_SOCKET": str(socket_path),
+        "SEARCHBOX_TOOL_TOKEN": token,
+    }

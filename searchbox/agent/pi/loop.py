@@ -1,0 +1,402 @@
+"""HARNESS=pi: one run of the Pi coding agent in RPC mode, behind the native loop's interface
+(`run(question) -> stop reason`) and with its records (issue 23).
+
+Pi runs its own loop and compaction, untouched. Searchbox appends its task block to Pi's system prompt,
+sends the question once, and counts turns: a turn is Pi's agent_start ... agent_end, a step is one of
+Pi's turns (one assistant message and its tool calls). With force-budget on, each idle Pi gets a bare
+`Continue.` while the budget is unspent. Pause, Stop, preemption and the time limits abort Pi, and the
+tool running then is cut through the run's cancel token; TURN_TIMEOUT_SECONDS and MAX_STEPS_PER_TURN end
+the turn that way and the run goes on. A resumed run continues Pi's session file.
+Every tool Pi calls runs here, in this thread, through the run's Toolbox (tool_server.py), so sources,
+ledger ids, events and records come from the same code as a native run's. Pi's events become
+searchbox's typed events; token totals are summed from Pi's session file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from searchbox.agent.control import RunControl
+from searchbox.agent.pi.config import PiPaths, base_url, pi_argv, pi_env, url_problem, write_agent_dir
+from searchbox.agent.pi.install import pi_problem
+from searchbox.agent.pi.rpc import Line, PiExited, PiProcess
+from searchbox.agent.pi.tool_server import Reply, Request, ToolServer
+from searchbox.agent.prompts import CONTINUE, task_block
+from searchbox.agent.session import Session
+from searchbox.agent.toolbox import RunToolbox
+from searchbox.llm.serve import ModelServer
+from searchbox.llm.types import ChatModel
+from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, Compaction, Delta, EventBus, Notice, RunStart,
+                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart)
+from searchbox.records.files import read_jsonl
+from searchbox.records.job_folder import JobFolder
+from searchbox.settings import Settings
+from searchbox.tools.gist import first_line
+from searchbox.tools.registry import CATALOG_PATH
+
+# How long a tool call may wait for the end of the response that made it before it runs anyway.
+_ORDER_WAIT_S = 1.0
+# How long Pi may take to end its turn after an abort, and to start.
+_ABORT_WAIT_S = 15.0
+_START_WAIT_S = 90.0
+# The limits that end a turn (Pi is aborted, the run goes on), as the feed words them.
+_TURN_ENDERS = {"turn_timeout": "passed TURN_TIMEOUT_SECONDS", "max_steps": "reached MAX_STEPS_PER_TURN"}
+
+
+class _RunOver(Exception):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class PiLoop:
+    def __init__(self, job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
+                 control: RunControl | None = None) -> None:
+        self.folder = JobFolder(job_dir)
+        self.paths = PiPaths(job_dir / "pi")
+        self.settings = settings
+        self.model = model
+        self.toolbox = toolbox
+        self.bus = bus
+        self.control = control or RunControl()
+        self.session = Session.load(self.folder.session)  # Pi's messages, as searchbox's transcript keeps them
+        self.turn = len(self.folder.read_turns())
+        self.step = self.session.responses()
+        self.tool_calls = self.session.tool_results()
+        self.started = time.monotonic()
+        self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.pi: PiProcess | None = None
+        self.pi_session: Path | None = None
+        self._handled: set[str] = set()  # tool calls searchbox ran
+        # Tool calls of the responses recorded so far: Pi may start a tool while its response still streams,
+        # and a call waits for its response's step_end, so that the records keep the native loop's order.
+        self._announced: set[str] = set()
+        self._waiting: dict[str, tuple[Request, Reply, float]] = {}
+        self._step_started = time.monotonic()
+        self._last_assistant: dict[str, Any] = {}
+        self._turn_deadline = float("inf")
+        self._steps_in_turn = 0
+
+    # -- the run --------------------------------------------------------------------------
+
+    def run(self, question: str) -> str:
+        resumed = bool(self.session.messages)
+        self.bus.emit(RunStart(resumed=resumed, turns_done=self.turn, model=self.model.model_id,
+                               context_window=self.settings.context_window))
+        try:
+            with contextlib.ExitStack() as stack:
+                self._start(stack)
+                reason = self._turns(question, resumed)
+        except _RunOver as over:
+            reason = over.reason
+            if over.detail:
+                self.bus.emit(Notice(level="error", message=over.detail))
+        self.bus.emit(Stop(reason=reason, turns=self.turn, done=reason in DONE_REASONS, tokens=self.token_totals()))
+        return reason
+
+    def _start(self, stack: contextlib.ExitStack) -> None:
+        """The model Pi talks to, the tool server and Pi itself; each is ended when the run ends."""
+        problem = pi_problem() or (url_problem(self.settings.llama_url) if self.settings.llama_url else None)
+        if problem:
+            raise _RunOver("error_harness", problem)
+        if (self.folder.work / ".pi").exists() or (self.folder.work / ".pi").is_symlink():
+            # Pi would read work/.pi/ as project settings (extensions, packages) outside any sandbox.
+            raise _RunOver("error_harness", "work/.pi exists: Pi would load it as project settings, so it is not started")
+        url, model_id = self._model_endpoint(stack)
+        write_agent_dir(self.paths, url, model_id, self.settings.context_window, self.settings.max_output_tokens)
+        token = secrets.token_hex(16)
+        server = ToolServer(self.paths.socket, token, self._submit)
+        stack.callback(server.close)
+        bash = "bash" in self.toolbox.names
+        argv = pi_argv(self.paths, model_id, task_block(bash=bash, quotes=self.settings.citation_quotes),
+                       self.paths.session_file())
+        self.pi = PiProcess(argv, cwd=self.folder.work, env=pi_env(self.paths, token, server.path),
+                            stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
+        stack.callback(self.pi.close)
+        started = time.monotonic()
+        try:
+            state = self.pi.request({"type": "get_state"}, timeout=_START_WAIT_S)
+        except PiExited as exc:
+            raise _RunOver("error_harness", f"Pi did not start: {exc}. {self.pi.stderr_tail()}") from exc
+        if not state.get("success"):
+            raise _RunOver("error_harness", f"Pi did not start: {state.get('error')}. {self.pi.stderr_tail()}")
+        session_file = (state.get("data") or {}).get("sessionFile")
+        self.pi_session = Path(session_file) if session_file else None
+        self.bus.emit(Notice(level="info", message=f"Pi started in {time.monotonic() - started:.1f} s"))
+
+    def _model_endpoint(self, stack: contextlib.ExitStack) -> tuple[str, str]:
+        """LLAMA_URL as it is; the built-in runtime served on a loopback port for the run's length."""
+        if self.settings.llama_url:
+            return base_url(self.settings.llama_url), self.settings.model_id or self.model.model_id
+        started = time.monotonic()
+        server = ModelServer(self.model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed)
+        server.__enter__()
+        self.bus.emit(Notice(level="info", message=f"the model is served to Pi at {server.base_url}: "
+                                                   f"up in {time.monotonic() - started:.2f} s"))
+
+        def stop() -> None:
+            stopping = time.monotonic()
+            server.close()
+            self.bus.emit(Notice(level="info", message=f"the model server stopped in {time.monotonic() - stopping:.2f} s"))
+
+        stack.callback(stop)
+        return server.base_url, self.model.model_id
+
+    def _turns(self, question: str, resumed: bool) -> str:
+        first = not resumed
+        while True:
+            if self.turn >= self.settings.turn_budget:
+                return "budget_spent"
+            self._check_stop()
+            self.turn += 1
+            self.bus.turn, self.bus.step = self.turn, 0
+            self.bus.emit(TurnStart(budget=self.settings.turn_budget))
+            turn_started = time.monotonic()
+            message = question if first else CONTINUE
+            first = False
+            self.session.append({"role": "user", "content": message})
+            self._send({"type": "prompt", "message": message})
+            self._until_idle(turn_started)
+            self._backstop_answer()
+            self.bus.emit(TurnEnd(tool_calls=self.tool_calls, tokens=self.token_totals(),
+                                  compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3)))
+            if not self.settings.force_budget:
+                return "first_turn_done"
+            if self.turn >= self.settings.turn_budget:
+                return "budget_spent"
+
+    def _until_idle(self, turn_started: float) -> None:
+        """Pi's events and tool calls until its agent_end; a stop or a time limit aborts Pi first."""
+        self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
+        self._steps_in_turn = 0
+        aborting: str | None = None
+        aborted_at = 0.0
+        while True:
+            if aborting is None:
+                aborting = self._limit_reached()
+                if aborting is not None:
+                    aborted_at = time.monotonic()
+                    self._send({"type": "abort"})
+            elif time.monotonic() - aborted_at > _ABORT_WAIT_S:
+                raise _RunOver(aborting if aborting not in _TURN_ENDERS else "error_harness",
+                               f"Pi did not stop within {_ABORT_WAIT_S:.0f} s of an abort")
+            try:
+                kind, item = self.inbox.get(timeout=0.1)
+            except queue.Empty:
+                self._run_overdue_calls()
+                continue
+            if kind == "tool":
+                self._tool_request(*item, cut=aborting)
+            elif self._on_event(item, cut=aborting) == "idle":
+                if aborting in _TURN_ENDERS:
+                    self.bus.emit(Notice(level="warning", message=f"turn {self.turn} {_TURN_ENDERS[aborting]} and was ended"))
+                    return
+                if aborting is not None:
+                    raise _RunOver(aborting)
+                if self._last_assistant.get("stopReason") == "error":
+                    raise _RunOver("error_llm", str(self._last_assistant.get("errorMessage") or "the model failed"))
+                return
+
+    def _limit_reached(self) -> str | None:
+        if self.control.requested:
+            return self.control.requested
+        now = time.monotonic()
+        if now - self.started > self.settings.ceiling_seconds:
+            return "ceiling_seconds"
+        if now > self._turn_deadline:
+            return "turn_timeout"
+        if self._steps_in_turn > self.settings.max_steps_per_turn:
+            return "max_steps"
+        return None
+
+    def _check_stop(self) -> None:
+        if self.control.requested:
+            raise _RunOver(self.control.requested)
+        if time.monotonic() - self.started > self.settings.ceiling_seconds:
+            raise _RunOver("ceiling_seconds")
+
+    def _send(self, command: Line) -> None:
+        assert self.pi is not None
+        try:
+            self.pi.send(command)
+        except PiExited as exc:
+            raise _RunOver("error_harness", f"{exc}. {self.pi.stderr_tail()}") from exc
+
+    # -- Pi's events ------------------------------------------------------------------------
+
+    def _on_event(self, event: Line, cut: str | None) -> str | None:
+        kind = event.get("type")
+        if kind == "turn_start":
+            self._steps_in_turn += 1
+            self.step += 1
+            self.bus.step = self.step
+            self._step_started = time.monotonic()
+            self.bus.emit(StepStart())
+        elif kind == "message_update":
+            delta = event.get("assistantMessageEvent") or {}
+            if delta.get("type") == "text_delta":
+                self.bus.emit(Delta(kind="text", text=str(delta.get("delta", ""))))
+            elif delta.get("type") == "thinking_delta":
+                self.bus.emit(Delta(kind="reasoning", text=str(delta.get("delta", ""))))
+        elif kind == "message_end":
+            self._message_end(event.get("message") or {}, cut)
+        elif kind == "tool_execution_end":
+            self._tool_pi_answered(event)
+        elif kind == "compaction_end" and event.get("result"):
+            result = event["result"]
+            tokens_before = int(result.get("tokensBefore") or 0)
+            summary = str(result.get("summary") or "")
+            self.session.record_compaction(summary, len(self.session.messages), tokens_before, {})
+            self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=len(self.session.messages),
+                                     compactions=self.session.compactions, summary_chars=len(summary)))
+        elif kind == "auto_retry_start":
+            self.bus.emit(Notice(level="warning", message=f"the model failed ({str(event.get('errorMessage'))[:300]}): "
+                                                          f"Pi tries again ({event.get('attempt')} of {event.get('maxAttempts')})"))
+        elif kind == "extension_error":
+            self.bus.emit(Notice(level="error", message=f"Pi's extension failed: {str(event.get('error'))[:500]}"))
+        elif kind == "agent_end":
+            return "idle"
+        elif kind == "_exit":
+            assert self.pi is not None
+            raise _RunOver("error_harness", f"Pi exited (code {event.get('code')}): {self.pi.stderr_tail()}")
+        return None
+
+    def _message_end(self, message: dict[str, Any], cut: str | None) -> None:
+        role = message.get("role")
+        if role == "assistant":
+            self._assistant_end(message)
+            for call_id in self._announced & set(self._waiting):
+                self._tool_request(*self._waiting.pop(call_id)[:2], cut=cut)
+        elif role == "toolResult":
+            self.session.append({"role": "tool", "tool_call_id": message.get("toolCallId"),
+                                 "name": message.get("toolName"), "content": _text_of(message.get("content"))})
+
+    def _assistant_end(self, message: dict[str, Any]) -> None:
+        self._last_assistant = message
+        blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
+        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+        reasoning = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
+        calls = [b for b in blocks if b.get("type") == "toolCall"]
+        self._announced.update(str(c.get("id")) for c in calls)
+        usage = _usage(message.get("usage") or {})
+        entry: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            entry["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
+                "name": c.get("name"), "arguments": json.dumps(c.get("arguments") or {}, ensure_ascii=False)}} for c in calls]
+        self.session.append(entry, usage=usage, reasoning=reasoning or None)
+        self.bus.emit(StepEnd(usage=usage, llm_ms=round((time.monotonic() - self._step_started) * 1000, 1),
+                              tool_calls=[str(c.get("name")) for c in calls], text=text,
+                              finish_reason=message.get("stopReason"), context_tokens=usage["input"] + usage["output"]))
+
+    def _tool_pi_answered(self, event: Line) -> None:
+        """A call Pi answered itself (arguments its schema refused, a tool not on offer): counted and
+        shown like any other, with Pi's answer."""
+        call_id = str(event.get("toolCallId"))
+        if call_id in self._handled:
+            return
+        self._handled.add(call_id)
+        self.tool_calls += 1
+        name, arguments = str(event.get("toolName")), event.get("args") or {}
+        text = _text_of((event.get("result") or {}).get("content"))
+        self.bus.emit(ToolStart(call_id=call_id, name=name, arguments=arguments))
+        self.bus.emit(ToolEnd(call_id=call_id, name=name, arguments=arguments, is_error=bool(event.get("isError")),
+                              preview=text[:PREVIEW_CHARS], gist=first_line(text)))
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    def _submit(self, request: Request, reply: Reply) -> None:
+        """From the tool server's threads: what the run offers is answered there; a call waits for this thread."""
+        if request.get("op") == "tools":
+            reply({"tools": self.toolbox.names, "catalog": str(CATALOG_PATH),
+                   "descriptions": self.settings.tool_descriptions})
+        elif request.get("op") == "call":
+            self.inbox.put(("tool", (request, reply)))
+        else:
+            reply({"text": f"unknown request {request.get('op')!r}", "is_error": True})
+
+    def _tool_request(self, request: Request, reply: Reply, cut: str | None) -> None:
+        call_id = str(request.get("call_id"))
+        if cut is not None:
+            reply({"text": f"The tool was not run: the run is stopping ({cut}).", "is_error": True})
+        elif call_id in self._announced:
+            self._run_tool(request, reply)
+        else:
+            self._waiting[call_id] = (request, reply, time.monotonic())
+
+    def _run_overdue_calls(self) -> None:
+        for call_id, (request, reply, since) in list(self._waiting.items()):
+            if time.monotonic() - since > _ORDER_WAIT_S:
+                del self._waiting[call_id]
+                self._run_tool(request, reply)
+
+    def _run_tool(self, request: Request, reply: Reply) -> None:
+        """One call through the run's Toolbox, as the native loop runs it: events, time limits, cut by a stop."""
+        call_id, name = str(request.get("call_id")), str(request.get("name"))
+        raw = request.get("arguments")
+        arguments = raw if isinstance(raw, dict) else None
+        raw_arguments = json.dumps(raw, ensure_ascii=False)
+        self._handled.add(call_id)
+        self.tool_calls += 1
+        self.bus.emit(ToolStart(call_id=call_id, name=name, arguments=arguments or {}, raw_arguments=raw_arguments))
+        started = time.monotonic()
+        token = self.control.token
+        token.set_deadline(*min((self.started + self.settings.ceiling_seconds, "ceiling_seconds"),
+                                (self._turn_deadline, "turn_timeout")))
+        try:
+            output = self.toolbox.call(name, arguments, None if arguments is not None else "not a JSON object")
+        finally:
+            token.set_deadline(None)
+        self.bus.emit(ToolEnd(call_id=call_id, name=name, arguments=arguments or {}, raw_arguments=raw_arguments,
+                              duration_ms=round((time.monotonic() - started) * 1000, 1), is_error=output.is_error,
+                              ended=output.ended, preview=output.text[:PREVIEW_CHARS], details=output.details,
+                              gist=output.one_line()))
+        reply({"text": output.text, "is_error": output.is_error})
+
+    # -- records ----------------------------------------------------------------------------
+
+    def token_totals(self) -> dict[str, int]:
+        """Summed over every assistant message in Pi's session file (append-only, so compaction never
+        undercounts); searchbox's own transcript until Pi has written one."""
+        session = self.pi_session if self.pi_session and self.pi_session.is_file() else self.paths.session_file()
+        if session is None or not session.is_file():
+            return self.session.token_totals()
+        totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        for row in read_jsonl(session):
+            message = row.get("message") if row.get("type") == "message" else None
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                usage = _usage(message.get("usage") or {})
+                for key in totals:
+                    totals[key] += usage[key]
+        totals["total"] = totals["input"] + totals["output"]
+        return totals
+
+    def _backstop_answer(self) -> None:
+        """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
+        answer = self.folder.read_answer()
+        if answer.exists and answer.problem is None:
+            return
+        if answer.problem:  # a link or special file left at the name: never read or written through
+            self.bus.emit(Notice(level="warning", message=f"work/{answer.problem}"))
+        final = next((str(m["content"]) for m in reversed(self.session.messages)
+                      if m.get("role") == "assistant" and str(m.get("content") or "").strip()), "")
+        if final and self.folder.create_answer(final.strip() + "\n"):
+            self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
+
+
+def _usage(usage: dict[str, Any]) -> dict[str, int]:
+    """Pi's usage in searchbox's keys; total is input + output, as the native loop counts it."""
+    counts = {key: int(usage.get(key) or 0) for key in ("input", "output", "cacheRead", "cacheWrite")}
+    return {**counts, "total": counts["input"] + counts["output"]}
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text")

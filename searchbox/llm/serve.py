@@ -1,0 +1,177 @@
+"""A ChatModel served as an OpenAI-compatible chat endpoint on 127.0.0.1, for a harness that speaks
+only HTTP (HARNESS=pi with the built-in runtime): POST /v1/chat/completions, streamed (SSE) or whole,
+and GET /v1/models. The model's own tool-call parsing (TOOL_CALL_PARSING) and limits apply, so Pi sees
+the calls the native loop would. One request at a time: the runtime holds one model slot.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from searchbox.llm.types import ChatModel, ChatResponse, Message
+
+
+class ModelServer:
+    def __init__(self, model: ChatModel, *, max_tokens: int, seed: int | None = None) -> None:
+        self.model = model
+        self.max_tokens = max_tokens  # the run's MAX_OUTPUT_TOKENS: the most any request may ask for
+        self.seed = seed
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="model-server", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> ModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The stream's chunks for one request: text and reasoning deltas, then the tool calls, the
+        finish reason and the usage."""
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+            return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                    "model": self.model.model_id, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    **extra}
+
+        with self._lock:
+            for event in self._stream(body):
+                if event.kind == "text" and event.text:
+                    yield chunk({"content": event.text})
+                elif event.kind == "reasoning" and event.text:
+                    yield chunk({"reasoning_content": event.text})
+                elif event.kind == "done" and event.response is not None:
+                    response = event.response
+                    if response.tool_calls:
+                        yield chunk({"tool_calls": _tool_call_parts(response)})
+                    yield chunk({}, _finish_reason(response), usage=_usage(response), timings=response.timings)
+                    return
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            response = next(e.response for e in self._stream(body) if e.kind == "done" and e.response is not None)
+        message: dict[str, Any] = {"role": "assistant", "content": response.text}
+        if response.reasoning:
+            message["reasoning_content"] = response.reasoning
+        if response.tool_calls:
+            message["tool_calls"] = _tool_call_parts(response)
+        return {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
+                "model": self.model.model_id, "usage": _usage(response),
+                "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(response)}]}
+
+    def _stream(self, body: dict[str, Any]) -> Iterator[Any]:
+        asked = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens
+        return self.model.stream([_plain(m) for m in body.get("messages") or []], body.get("tools") or None,
+                                 max_tokens=min(int(asked), self.max_tokens),
+                                 temperature=float(body.get("temperature", 0.6)),
+                                 tool_choice=body.get("tool_choice") or "auto", seed=body.get("seed", self.seed))
+
+
+def _plain(message: Message) -> Message:
+    """A message with its content as one string: the runtime's chat templates take no content parts."""
+    content = message.get("content")
+    if isinstance(content, list):
+        text = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        message = {**message, "content": text}
+    return {key: value for key, value in message.items() if key != "reasoning_content"}
+
+
+def _tool_call_parts(response: ChatResponse) -> list[dict[str, Any]]:
+    return [{"index": i, **call.as_message_part()} for i, call in enumerate(response.tool_calls)]
+
+
+def _finish_reason(response: ChatResponse) -> str:
+    return "tool_calls" if response.tool_calls else (response.finish_reason or "stop")
+
+
+def _usage(response: ChatResponse) -> dict[str, int]:
+    usage = response.usage
+    return {"prompt_tokens": usage.input, "completion_tokens": usage.output, "total_tokens": usage.total,
+            "prompt_tokens_details": {"cached_tokens": usage.cache_read}}
+
+
+def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # the run's feed says what matters
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": server.model.model_id, "object": "model"}]})
+            else:
+                self._json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": "not found"}})
+                return
+            try:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            except ValueError as exc:
+                self._json(400, {"error": {"message": f"the request is not JSON: {exc}"}})
+                return
+            try:
+                if body.get("stream"):
+                    self._sse(server.chunks(body))
+                else:
+                    self._json(200, server.completion(body))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the harness aborted the request: the model's slot is free again
+            except Exception as exc:  # the model failed: the harness gets an error it can report
+                self._error(exc)
+
+        def _sse(self, chunks: Iterator[dict[str, Any]]) -> None:
+            first = next(chunks, None)  # the model's failure before any output is an HTTP error, not a broken stream
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for item in [first, *chunks] if first is not None else []:
+                    self.wfile.write(b"data: " + json.dumps(item).encode() + b"\n\n")
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                raise
+            except Exception as exc:  # after the headers: the stream itself says it failed
+                error = {"error": {"message": f"{type(exc).__name__}: {exc}"[:2000]}}
+                self.wfile.write(b"data: " + json.dumps(error).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _error(self, exc: Exception) -> None:
+            try:
+                self._json(500, {"error": {"message": f"{type(exc).__name__}: {exc}"[:2000]}})
+            except OSError:
+                pass
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

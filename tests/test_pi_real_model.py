@@ -1,0 +1,54 @@
+"""A real Pi run (issue 23): Pi 0.73.1 against the packaged Qwen2.5-Coder-1.5B, which searchbox loads with
+llama.cpp and serves to Pi on a loopback OpenAI-compatible server, on the built-in dataroom.
+
+What the small model reliably does under Pi's own prompt: it calls tools (a built-in or a retrieval
+tool), the calls run through searchbox's tools, and the run ends with the records a native run leaves.
+Which tools it picks, whether it answers within two steps and whether it cites vary, so the test prints
+them rather than asserting them (the 0.5B model called no tool at all under Pi's prompt);
+tests/test_pi_harness.py holds the exact behaviour with a scripted model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchbox.agent.control import RunControl
+from searchbox.agent.pi.install import pi_problem, pinned_version
+from searchbox.agent.run import connect_and_run
+from searchbox.assets import BUILTIN_DATAROOM
+from searchbox.jobs.job import create_job
+from searchbox.records.events import read_events
+from searchbox.records.files import read_json
+from searchbox.settings import Settings
+
+pytestmark = [pytest.mark.real_model, pytest.mark.slow,
+              pytest.mark.skipif(pi_problem() is not None, reason=str(pi_problem()))]
+
+QUESTION = "What interest rate applies to the Cobalt Ridge Bank term loan?"
+RECORDS = ("config.json", "events.jsonl", "query.txt", "run_meta.json", "session.jsonl", "sources.json",
+           "timing.json", "turns.jsonl")
+
+
+def test_pi_answers_from_the_built_in_dataroom_with_the_packaged_model(tmp_path: Path) -> None:
+    settings = Settings.resolve(env={}, harness="pi", llm_gguf="packaged:qwen2.5-coder-1.5b", retrieval_preset="packaged",
+                                turn_budget=1, max_steps_per_turn=2, max_output_tokens=512, llm_seed=7,
+                                searchbox_cache_dir=str(tmp_path / "cache"))
+    job = tmp_path / "job"
+    create_job(job, QUESTION, BUILTIN_DATAROOM, settings)
+    reason = connect_and_run(job, settings, RunControl(), [])
+
+    meta = read_json(job / "run_meta.json", {})
+    ends = [e for e in read_events(job / "events.jsonl") if e.type == "tool_end"]
+    print(f"\nPI REAL MODEL: stop {reason}; tools {[(e.name, e.is_error) for e in ends]}; "
+          f"sources {len(read_json(job / 'sources.json', {}).get('sources', []))}; "
+          f"citations {meta.get('citations', {}).get('cited')}; tokens {meta.get('tokens')}; "
+          f"answer {(job / 'work' / 'ANSWER.md').is_file()}; {meta.get('elapsed_seconds')} s")
+    assert reason == meta["stop_reason"] and reason in ("first_turn_done", "budget_spent"), meta
+    assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == pinned_version()
+    assert all((job / name).is_file() for name in RECORDS)
+    assert ends and meta["tool_calls"] == len(ends), "the model called no tool"
+    assert set(meta["tool_counts"]) <= {"read", "bash", "edit", "write", "grep", "find", "ls", "search_dataroom",
+                                        "answer_question"}
+    assert meta["tokens"]["input"] > 0 and meta["tokens"]["output"] > 0  # from Pi's session file
