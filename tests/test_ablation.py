@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -22,7 +23,10 @@ from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.cli import main as cli_main
-from searchbox.evaluation.ablation import first_seed, run_sweep, select_questions, summarize
+from searchbox.evaluation.sweep import run_sweep
+from searchbox.evaluation.sweep_pool import Server
+from searchbox.evaluation.sweep_rows import first_seed, select_questions
+from searchbox.evaluation.sweep_summary import summarize
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
                                          load_matrix, parse_matrix)
@@ -54,10 +58,10 @@ MATRIX = {"entries": [
     # lower-case knob names; an effort whose budget the explicit override replaces
     {"name": "none-b2f", "effort": "Balanced", "overrides": {"searchbox_tools": "", "turn_budget": "2"}},
 ]}
-TIMING_FIELDS = ("wall_s",)
+TIMING_FIELDS = ("wall_s", "node", "queue_s")  # where a run ran and how long it took: not its result
 ROW_FIELDS = {"entry", "question_id", "type", "repeat", "seed", "overrides", "endpoint", "stop_reason", "done", "turns", "budget",
-              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "harness", "assist_firings",
-              "score", "job_dir"}
+              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "node", "queue_s",
+              "harness", "assist_firings", "score", "job_dir"}
 
 
 def answer_from_content(body: dict[str, Any]) -> Reply:
@@ -108,6 +112,7 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
     for row in rows:
         assert set(row) == ROW_FIELDS
         assert row["endpoint"] == endpoint.url and row["done"] and row["wall_s"] > 0
+        assert row["node"] == socket.gethostname() and row["queue_s"] >= 0  # where it ran, how long it waited
         assert row["tool_counts"] == {"read": 1} and row["tool_calls"] == 1 and row["bash_programs"] == {}
         assert (baseline / row["job_dir"] / "run_meta.json").exists()
         assert row["job_dir"] == f"runs/{row['entry']}/{row['question_id']}"
@@ -209,7 +214,7 @@ def test_two_endpoints_share_the_runs_and_give_the_serial_results(baseline: Path
                                                                   tmp_path: Path) -> None:
     with ScriptedEndpoint(default=answer_from_content) as one, ScriptedEndpoint(default=answer_from_content) as two:
         results = run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "pool", base_settings(cache),
-                            endpoints=[one.url, two.url])
+                            endpoints=[Server(one.url), Server(two.url)])
         assert one.requests and two.requests
         rows = read_jsonl(results)
         assert {r["endpoint"] for r in rows} == {one.url, two.url}
