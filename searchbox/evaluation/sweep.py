@@ -129,6 +129,7 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
     _write_rows(out, cells, rows)  # canonical order; also drops a line torn by a kill
     # Repeat by repeat: a sweep stopped early has every entry on the same questions, ready to compare.
     pending = sorted((c for c in cells if _key(*c) not in rows), key=lambda cell: cell[2])
+    pool = Pool([])
     try:
         if pending:
             pool = Pool(engine.open(dataroom, endpoints))
@@ -141,7 +142,8 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
     write_json(out / SUMMARY, summarize(ordered, [e.name for e in matrix]))
     ended = time.time()
     write_json(out / SWEEP, {**meta, "ended_at": _iso(ended), "wall_s": round(ended - started, 3),
-                             "runs": len(cells), "completed": len(ordered)})
+                             "runs": len(cells), "completed": len(ordered),
+                             "dropped_servers": [server.label for server in pool.dropped]})
     return out / RESULTS
 
 
