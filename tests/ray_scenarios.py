@@ -46,7 +46,9 @@ def slow(latency: float) -> Callable[[dict[str, Any]], Reply]:
 
 def start_cluster(workers: int = 2) -> tuple[Cluster, list[Any]]:
     node_args = {"object_store_memory": 80 * 2**20, "include_dashboard": False}
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, **node_args})
+    # A node that stops answering is declared dead after 3 missed 1 s health checks (Ray's default: 30 s).
+    health = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "_system_config": health, **node_args})
     nodes = [cluster.add_node(num_cpus=1, **node_args) for _ in range(workers)]
     cluster.wait_for_nodes()
     return cluster, nodes
@@ -85,11 +87,13 @@ def node_kill(folder: Path, cluster: Cluster, nodes: list[Any], servers: list[Sc
         victim = max(nodes, key=lambda n: busy[n.node_id])
         killed.append(victim.node_id)
         killed.append(busy[victim.node_id])
-        cluster.remove_node(victim)
+        started = time.monotonic()
+        cluster.remove_node(victim, allow_graceful=False)  # as a machine that fails: no goodbye
+        killed.append(time.monotonic() - started)
 
     rows = sweep(folder / "ray", engine, servers, progress=kill_busiest)
     return {"rows": keys(rows), "killed": killed[0], "in_flight_when_killed": killed[1], "lost": engine.lost,
-            "nodes": [r["node"] for r in rows]}
+            "remove_node_s": killed[2], "nodes": [r["node"] for r in rows]}
 
 
 def server_dies(folder: Path, cluster: Cluster, nodes: list[Any], servers: list[ScriptedEndpoint]) -> dict[str, Any]:

@@ -12,8 +12,8 @@ What travels:
 
 Where a task runs: with endpoints, on the live node with the fewest of this sweep's runs in flight
 (soft affinity: a node gone meanwhile lets Ray place it elsewhere); with no endpoint, each node runs
-the built-in llama.cpp runtime itself, one run at a time (hard affinity, one slot per node). Nodes
-with no CPU (a head started with --num-cpus 0) run nothing.
+the built-in llama.cpp runtime itself, one run at a time (hard affinity, one slot per node). Each run
+asks for RUN_CPUS of a CPU, so nodes with no CPU (a head started with --num-cpus 0) run nothing.
 
 Faults: a task whose node or worker dies raises a Ray system error: CellLost, so the driver runs the
 cell again elsewhere (Ray's own retries are off, so the driver alone decides and counts it once).
@@ -49,6 +49,9 @@ from searchbox.records.job_folder import DATAROOM_NAME, JobFolder
 from searchbox.settings import Settings
 
 DATAROOM_CACHE = "sweep-datarooms"
+# A run mostly waits on its model server: a node takes up to 100 runs per CPU, and a node with no CPU
+# (a head started with --num-cpus 0) takes none.
+RUN_CPUS = 0.01
 STOP_POLL_S = 1.0  # how long a task's watcher waits on the stop flag per call
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # what a local cluster's workers import searchbox from
 
@@ -67,6 +70,7 @@ class RayEngine:
 
     def open(self, dataroom: Path, endpoints: list[Server] | None) -> list[Server]:
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if self.address:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
@@ -78,8 +82,10 @@ class RayEngine:
             self.on_note("ray: started a local cluster for this sweep (give --ray-address to use another)")
         self.digest, kind, payload = pack_dataroom(dataroom)
         self.dataroom = [ray.put(payload), kind]  # in a list: a task resolves it only on a cache miss
-        self.flag = ray.remote(num_cpus=0, max_concurrency=10_000)(StopFlag).remote()
-        self.task = ray.remote(num_cpus=0, max_retries=0)(run_remote)
+        # On the driver's own node: the flag must outlive any worker node the sweep loses.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.flag = ray.remote(num_cpus=0, max_concurrency=10_000)(StopFlag).options(scheduling_strategy=here).remote()
+        self.task = ray.remote(num_cpus=RUN_CPUS, max_retries=0)(run_remote)
         nodes = self._nodes()
         if not nodes:
             raise RuntimeError("the Ray cluster has no node with a CPU to run on")
