@@ -6,7 +6,7 @@ servers and the sweep's driver all live in one process started inside such a nam
 (`unshare -rn`, as the bash sandbox does); where the host refuses a namespace (a CI runner without
 user namespaces, itself a throwaway machine) the process runs as it is.
 
-    facts = run_in_loopback([sys.executable, "tests/ray_scenarios.py", "equal", str(folder)], timeout=240)
+    facts = facts_of(run_in_loopback([sys.executable, "tests/ray_scenarios.py", "equal", str(folder)], timeout=240))
 
 The child prints one JSON object as its last line of stdout: what it saw, for the test to check.
 """
@@ -39,12 +39,18 @@ def loopback_prefix() -> tuple[str, ...]:
     return prefix if probe.returncode == 0 else ()
 
 
-def run_in_loopback(argv: list[str], timeout: float) -> dict[str, Any]:
-    """Run argv (in the namespace when allowed) with searchbox importable by Ray's workers too; its facts."""
+def run_in_loopback(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run argv (in the namespace when allowed) with searchbox importable by Ray's workers too; raises
+    with its output when it fails."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
            "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     done = subprocess.run([*loopback_prefix(), *argv], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     if done.returncode != 0:
         raise AssertionError(f"{argv[1:]} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
+    return done
+
+
+def facts_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The JSON object a scenario prints as its last line."""
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -6,13 +6,15 @@ Each test starts and stops its own cluster (a head that runs nothing and two wor
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ray_cluster import run_in_loopback
+from ray_cluster import facts_of, run_in_loopback
 from test_ablation import MATRIX, QUESTIONS, comparable
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.records.files import read_json, read_jsonl
@@ -23,7 +25,7 @@ CELLS = [[e["name"], q["id"], 1] for e in MATRIX["entries"] for q in QUESTIONS]
 
 
 def scenario(name: str, folder: Path) -> dict[str, Any]:
-    return run_in_loopback([sys.executable, str(SCENARIOS), name, str(folder)], timeout=300)
+    return facts_of(run_in_loopback([sys.executable, str(SCENARIOS), name, str(folder)], timeout=300))
 
 
 def without_wall(summary: dict[str, Any]) -> dict[str, Any]:
@@ -79,3 +81,31 @@ def test_ctrl_c_stops_every_run_cleanly_and_a_new_driver_resumes_on_the_same_clu
     starts = {f"{entry}/{qid}": s for (entry, qid, _), s in zip(facts["rows"], facts["run_starts"])}
     for run in interrupted:  # resumed from its session, not run again from scratch
         assert starts[run] == [False, True]
+
+
+@pytest.mark.real_model
+def test_a_sweep_with_the_real_packaged_model_on_a_local_ray_cluster(tmp_path: Path) -> None:
+    """Two entries x two questions through the CLI on --engine ray with no address (a local cluster
+    started for the sweep): each run boots the built-in llama.cpp runtime in a Ray worker."""
+    matrix = tmp_path / "matrix.json"
+    matrix.write_text(json.dumps({"entries": [
+        {"name": "keyword-b1", "overrides": {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}},
+        {"name": "none-b1", "overrides": {"SEARCHBOX_TOOLS": "", "TURN_BUDGET": 1}}]}))
+    out = tmp_path / "sweep"
+    knobs = {"LLM_GGUF": "packaged:gemma3-270m", "RETRIEVAL_PRESET": "packaged", "CONTEXT_WINDOW": "4096",
+             "MAX_OUTPUT_TOKENS": "48", "MAX_STEPS_PER_TURN": "2", "FORCE_TOOL_STEPS": "1", "LLAMA_URL": "",
+             "SEARCHBOX_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "searchbox", "ablate", "--engine", "ray", "--matrix", str(matrix),
+               "--ids", "q001,q002", "--out", str(out), *(a for k, v in knobs.items() for a in ("--set", f"{k}={v}"))]
+    started = time.monotonic()
+    done = run_in_loopback(command, timeout=900)
+    print(f"real-model Ray sweep took {time.monotonic() - started:.1f}s")
+    assert "started a local cluster" in done.stdout and "[4/4]" in done.stdout, done.stdout[-3000:]
+    rows = read_jsonl(out / "results.jsonl")
+    assert [(r["entry"], r["question_id"]) for r in rows] == [
+        (e, q) for e in ("keyword-b1", "none-b1") for q in ("q001", "q002")]
+    for row in rows:
+        assert row["endpoint"] is None and row["node"] and row["score"]["verdict"] in ("correct", "partial", "wrong")
+        meta = read_json(out / row["job_dir"] / "run_meta.json")
+        assert meta["model_id"].startswith("gemma-3-270m") and meta["backends"]["llm"] == "llamacpp"
+    assert read_json(out / "sweep.json")["engine"] == "ray" and read_json(out / "summary.json")["runs"] == 4

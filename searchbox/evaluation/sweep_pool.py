@@ -23,7 +23,8 @@ class PoolError(ValueError):
 
 @dataclass(frozen=True)
 class Server:
-    """Somewhere runs go: an endpoint URL, or the built-in runtime (url None) on one node (None: here)."""
+    """Somewhere runs go: an endpoint URL; or, with url None, each run's own model (its LLAMA_URL, else the
+    built-in runtime) here (node None), or the built-in runtime on one node of a cluster."""
 
     url: str | None
     slots: int = 1
@@ -33,7 +34,7 @@ class Server:
     def label(self) -> str:
         if self.url is not None:
             return self.url
-        return "built-in" if self.node is None else f"built-in@{self.node[:8]}"
+        return "default model" if self.node is None else f"built-in@{self.node[:8]}"
 
 
 def parse_endpoints(spec: str) -> list[Server]:
