@@ -1,0 +1,111 @@
+"""Sweep throughput against 1, 2, 4, 8 simulated model servers: scripted OpenAI-compatible servers
+of fixed latency with several slots each, on a Ray cluster on this machine (loopback only: the
+process re-runs itself in a network namespace, tests/ray_cluster.py).
+
+Each point runs the same small matrix (the test sweep's: 2 entries x 3 questions, 2 or 3 requests a
+run) with enough repeats for three rounds of every slot (servers x slots x 3 runs), so each slot is
+kept busy; throughput is runs per second of the sweep's wall time, reported as a ratio to one server.
+The ideal is N x; the goal >= 0.9 N up to the machine's limit. The driver's own time per run is its
+process CPU time (the driver, its Ray core worker threads, scoring the rows) over the runs.
+
+    python bench/sweep_scaling.py [--servers 1,2,4,8] [--slots 4] [--latency 1.0] [--engine ray]
+
+Measured on the 2-core build machine (shared with other work), --slots 4 --latency 1.0, Ray engine,
+one node with 2 CPUs (results in the report of issue #24; rerun to refresh):
+see the table this script prints. Where it stops: every run costs CPU on this machine (the agent loop,
+its records, the job folder's tar both ways, the row's scoring on the driver, a Ray worker per slot in
+flight); once servers x slots x that CPU per run-second passes the two cores, adding servers adds
+queueing, not throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from ray_cluster import loopback_prefix  # noqa: E402
+
+IN_NAMESPACE = "SWEEP_SCALING_IN_NAMESPACE"
+
+
+def measure(servers: list[int], slots: int, latency: float, engine_name: str) -> list[dict[str, Any]]:
+    from conftest import SMALL_DATAROOM, write_tree
+    from ray_scenarios import slow
+    from scripted_endpoint import ScriptedEndpoint
+    from test_ablation import MATRIX, QUESTIONS, base_settings
+    from searchbox.evaluation.matrix import parse_matrix
+    from searchbox.evaluation.sweep import ThreadEngine, run_sweep
+    from searchbox.evaluation.sweep_pool import Server
+    from searchbox.evaluation.sweep_ray import RayEngine
+
+    work = Path(tempfile.mkdtemp(prefix="sweep-scaling-"))
+    room = write_tree(work / "room", SMALL_DATAROOM)
+    matrix = parse_matrix(MATRIX)
+    cells_per_repeat = len(matrix) * len(QUESTIONS)
+    address = None
+    if engine_name == "ray":  # one cluster for every point: its workers stay warm between sweeps
+        from ray.cluster_utils import Cluster
+
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": os.cpu_count(), "include_dashboard": False})
+        address = cluster.address
+
+    def sweep(n: int, name: str) -> dict[str, Any]:
+        endpoints = [ScriptedEndpoint(default=slow(latency)) for _ in range(n)]
+        for endpoint in endpoints:
+            endpoint.start()
+        repeats = max(1, round(3 * n * slots / cells_per_repeat))
+        engine = RayEngine(address) if engine_name == "ray" else ThreadEngine()
+        cpu, wall = time.process_time(), time.monotonic()
+        try:
+            run_sweep(matrix, QUESTIONS, room, work / name, base_settings(work / "cache"),
+                      endpoints=[Server(e.url, slots) for e in endpoints], repeats=repeats, engine=engine)
+        finally:
+            for endpoint in endpoints:
+                endpoint.stop()
+        wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+        runs = repeats * cells_per_repeat
+        return {"servers": n, "slots": n * slots, "runs": runs, "wall_s": round(wall, 2),
+                "runs_per_s": round(runs / wall, 3), "driver_ms_per_run": round(1000 * cpu / runs, 1)}
+
+    sweep(max(servers), "warmup")  # start every worker the largest point needs, so no point pays for it
+    points = [sweep(n, f"n{n}") for n in servers]
+    base = points[0]["runs_per_s"] / points[0]["servers"]
+    for point in points:
+        point["ratio"] = round(point["runs_per_s"] / base, 2)
+        point["ratio_over_ideal"] = round(point["ratio"] / point["servers"], 2)
+    return points
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--servers", default="1,2,4,8")
+    parser.add_argument("--slots", type=int, default=4)
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per request of each scripted server")
+    parser.add_argument("--engine", choices=("ray", "thread"), default="ray")
+    args = parser.parse_args()
+    if os.environ.get(IN_NAMESPACE) != "1" and loopback_prefix():
+        os.environ[IN_NAMESPACE] = "1"
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+        os.execv(loopback_prefix()[0], [*loopback_prefix(), sys.executable, *sys.argv])
+    points = measure([int(n) for n in args.servers.split(",")], args.slots, args.latency, args.engine)
+    print(f"engine {args.engine}, {args.slots} slots per server, {args.latency}s per request, "
+          f"{os.cpu_count()} CPU(s)")
+    print(f"{'servers':>7} {'slots':>5} {'runs':>5} {'wall s':>7} {'runs/s':>7} {'x one':>6} {'/ ideal':>7} "
+          f"{'driver ms/run':>13}")
+    for p in points:
+        print(f"{p['servers']:>7} {p['slots']:>5} {p['runs']:>5} {p['wall_s']:>7} {p['runs_per_s']:>7} "
+              f"{p['ratio']:>6} {p['ratio_over_ideal']:>7} {p['driver_ms_per_run']:>13}")
+    print(json.dumps(points))
+
+
+if __name__ == "__main__":
+    main()
