@@ -25,6 +25,7 @@ from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.cli import main as cli_main
 from searchbox.evaluation.sweep import SweepStatus, run_sweep
+from searchbox.evaluation.sweep_cell import endpoint_answers
 from searchbox.evaluation.sweep_pool import PoolError, Server, parse_endpoints
 from searchbox.evaluation.sweep_rows import first_seed, select_questions
 from searchbox.evaluation.sweep_summary import summarize
@@ -519,3 +520,11 @@ def test_a_pool_with_no_server_left_stops_the_sweep_resumably(dataroom: Path, ca
         run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "none", base_settings(cache).with_overrides(
             llm_attempts=1), endpoints=[Server(dead)])
     assert read_jsonl(tmp_path / "none" / "results.jsonl") == []  # no failed run counted as a result
+
+
+def test_a_server_counts_as_up_when_anything_answers_http() -> None:
+    with ScriptedEndpoint() as server:  # it answers GET with 501: up all the same
+        assert endpoint_answers(server.url)
+        assert endpoint_answers(server.url.replace("http://", "http://user:secret@"))  # credentials in the URL
+        url = server.url
+    assert not endpoint_answers(url, timeout=2)  # nothing listens there now

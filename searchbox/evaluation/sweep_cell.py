@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,8 +83,10 @@ def run_cell(job_dir: Path, settings: Settings, run_fn: RunFn, control: RunContr
 def endpoint_answers(url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
     """Whether anything answers HTTP at the endpoint (any status will do: a server that refuses GET
     /models is still up); a refused connection or silence until the timeout is a server gone."""
+    parts = urllib.parse.urlsplit(url)
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2])  # credentials are not needed to see it is up
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=timeout):
+        with urllib.request.urlopen(bare.geturl().rstrip("/") + "/models", timeout=timeout):
             return True
     except urllib.error.HTTPError:
         return True
