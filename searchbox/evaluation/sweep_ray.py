@@ -25,6 +25,7 @@ Ray is imported here only, when the engine opens: the thread engine needs none o
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import os
@@ -49,9 +50,10 @@ from searchbox.records.job_folder import DATAROOM_NAME, JobFolder
 from searchbox.settings import Settings
 
 DATAROOM_CACHE = "sweep-datarooms"
-# A run mostly waits on its model server: a node takes up to 100 runs per CPU, and a node with no CPU
-# (a head started with --num-cpus 0) takes none.
-RUN_CPUS = 0.01
+# A run mostly waits on its model server, but each run in flight is a Ray worker process of its own
+# (a few hundred MB with searchbox imported): a node takes up to 8 runs per CPU, and a node with no
+# CPU (a head started with --num-cpus 0) takes none.
+RUN_CPUS = 0.125
 STOP_POLL_S = 1.0  # how long a task's watcher waits on the stop flag per call
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # what a local cluster's workers import searchbox from
 
@@ -84,7 +86,9 @@ class RayEngine:
         self.dataroom = [ray.put(payload), kind]  # in a list: a task resolves it only on a cache miss
         # On the driver's own node: the flag must outlive any worker node the sweep loses.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        self.flag = ray.remote(num_cpus=0, max_concurrency=10_000)(StopFlag).options(scheduling_strategy=here).remote()
+        # Restarted if its process dies (Ray's memory monitor may pick it): a lost flag must not fail the runs.
+        self.flag = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(
+            StopFlag).options(scheduling_strategy=here).remote()
         self.task = ray.remote(num_cpus=RUN_CPUS, max_retries=0)(run_remote)
         nodes = self._nodes()
         if not nodes:
@@ -146,16 +150,22 @@ class RayEngine:
 
 
 class StopFlag:
-    """The sweep's stop, as a Ray actor: tasks wait on it, the driver sets it."""
+    """The sweep's stop, as a Ray actor: tasks wait on it, the driver sets it. An async actor: every
+    run in flight holds one wait, a coroutine each (a threaded actor would hold a thread each, and
+    Ray starts all of a threaded actor's max_concurrency threads at once)."""
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self.event = asyncio.Event()
 
-    def set(self) -> None:
+    async def set(self) -> None:
         self.event.set()
 
-    def wait(self, timeout: float) -> bool:
-        return self.event.wait(timeout)
+    async def wait(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
 
 @dataclass(frozen=True)
