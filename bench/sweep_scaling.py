@@ -3,19 +3,33 @@ of fixed latency with several slots each, on a Ray cluster on this machine (loop
 process re-runs itself in a network namespace, tests/ray_cluster.py).
 
 Each point runs the same small matrix (the test sweep's: 2 entries x 3 questions, 2 or 3 requests a
-run) with enough repeats for three rounds of every slot (servers x slots x 3 runs), so each slot is
-kept busy; throughput is runs per second of the sweep's wall time, reported as a ratio to one server.
+run) with enough repeats for ROUNDS runs per slot, so each slot is kept busy; throughput is the pace
+of runs finishing (between the first and the last to finish: a new Ray driver is a new Ray job, whose
+worker processes start afresh, and the start is not the pace), as a ratio to one server.
 The ideal is N x; the goal >= 0.9 N up to the machine's limit. The driver's own time per run is its
 process CPU time (the driver, its Ray core worker threads, scoring the rows) over the runs.
 
     python bench/sweep_scaling.py [--servers 1,2,4,8] [--slots 4] [--latency 1.0] [--engine ray]
 
-Measured on the 2-core build machine (shared with other work), --slots 4 --latency 1.0, Ray engine,
-one node with 2 CPUs (results in the report of issue #24; rerun to refresh):
-see the table this script prints. Where it stops: every run costs CPU on this machine (the agent loop,
-its records, the job folder's tar both ways, the row's scoring on the driver, a Ray worker per slot in
-flight); once servers x slots x that CPU per run-second passes the two cores, adding servers adds
-queueing, not throughput.
+Measured on the 2-core build machine (shared with other agents' work), Ray engine, one node with 2
+CPUs, 2 slots per server, 1.0 s per request (`--servers 1,2,4,8`, then `--servers 1,8,16`):
+
+    servers  slots  runs  runs/s  x one  / ideal  driver ms/run
+          1      2    12   0.757   1.00     1.00           36.5
+          2      4    24   1.500   1.98     0.99           32.5
+          4      8    48   2.958   3.91     0.98           31.8
+          8     16    96   5.500   7.27     0.91           27.4   (7.81, 0.98 in the second run)
+         16     32   192   5.784   7.66     0.48           28.6
+
+The thread engine on the same machine (`--engine thread`, measured by an earlier form of this bench:
+whole-sweep wall time, 3 runs per slot): 1.00, 1.97, 3.36, 6.66 x (0.83 of ideal at 8), 60-66 ms of
+driver CPU per run (there the driver process runs the runs themselves).
+
+Where it stops: at 16 runs in flight. Each run asks 1/8 of a CPU (sweep_ray.RUN_CPUS), so a 2-CPU
+node holds 16 at once and more slots only queue in Ray. The cap is there because each run in flight is
+a Ray worker process of its own, 350-450 MB resident with searchbox imported (16 of them: about 6.5 GB
+here). The driver is not the limit: about 30 ms of CPU per run (tar of the job folder both ways, the
+row's scoring, Ray's client threads), so one core of driver would carry some 30 runs a second.
 """
 
 from __future__ import annotations
