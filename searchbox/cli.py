@@ -294,7 +294,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     out = Path(args.out)
     where = (f"{len(endpoints)} endpoint(s), {sum(e.slots for e in endpoints)} slot(s)" if endpoints else
-             "the built-in model, one slot per machine")
+             "LLAMA_URL or the built-in model, one run at a time per machine")
     what = "1 ad-hoc question (behaviour only, no accuracy)" if args.query is not None else f"{len(questions)} questions"
     print(f"sweep: {len(matrix)} entries x {what} x {args.repeats} repeat(s) into {out}, on {where} "
           f"({args.engine} engine)", flush=True)
