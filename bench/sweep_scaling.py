@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -100,8 +101,11 @@ def measure(servers: list[int], slots: int, latency: float, engine_name: str) ->
         return {"servers": n, "slots": n * slots, "runs": runs, "wall_s": round(wall, 2),
                 "runs_per_s": round(pace, 3), "driver_ms_per_run": round(1000 * cpu / runs, 1)}
 
-    sweep(max(servers), "warmup")  # start every worker the largest point needs, so no point pays for it
-    points = [sweep(n, f"n{n}") for n in servers]
+    try:
+        sweep(max(servers), "warmup")  # start every worker the largest point needs, so no point pays for it
+        points = [sweep(n, f"n{n}") for n in servers]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     base = points[0]["runs_per_s"] / points[0]["servers"]
     for point in points:
         point["ratio"] = round(point["runs_per_s"] / base, 2)
