@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -267,9 +268,12 @@ def cmd_retrieval_eval(args: argparse.Namespace) -> int:
 def cmd_ablate(args: argparse.Namespace) -> int:
     """An ablation sweep: every matrix entry over the chosen questions (or one ad-hoc --query), each
     --repeats times; run it again to resume."""
-    from searchbox.evaluation.ablation import (SUMMARY, adhoc_question, format_summary, run_sweep,
-                                               select_questions)
+    from searchbox.evaluation.files import SUMMARY
     from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
+    from searchbox.evaluation.sweep import SweepStatus, run_sweep
+    from searchbox.evaluation.sweep_pool import parse_endpoints
+    from searchbox.evaluation.sweep_rows import adhoc_question, select_questions
+    from searchbox.evaluation.sweep_summary import format_summary
     from searchbox.evaluation.questions import load_questions
     from searchbox.records.files import read_json
 
@@ -283,29 +287,45 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         questions = [adhoc_question(args.query)]
     else:
         questions = select_questions(load_questions(Path(args.questions)), ids, args.per_type, args.limit)
-    endpoints = [u.strip() for u in args.endpoints.split(",") if u.strip()] if args.endpoints else None
+    endpoints = parse_endpoints(args.endpoints) if args.endpoints else None
+    if args.ray_address and args.engine != "ray":
+        raise ValueError("--ray-address is for --engine ray")
     base = Settings.resolve(**parse_overrides(args.set))
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     out = Path(args.out)
-    where = f"{len(endpoints)} endpoint(s)" if endpoints else "one model slot"
+    where = (f"{len(endpoints)} endpoint(s), {sum(e.slots for e in endpoints)} slot(s)" if endpoints else
+             "LLAMA_URL or the built-in model, one run at a time per machine")
     what = "1 ad-hoc question (behaviour only, no accuracy)" if args.query is not None else f"{len(questions)} questions"
-    print(f"sweep: {len(matrix)} entries x {what} x {args.repeats} repeat(s) into {out}, on {where}", flush=True)
+    print(f"sweep: {len(matrix)} entries x {what} x {args.repeats} repeat(s) into {out}, on {where} "
+          f"({args.engine} engine)", flush=True)
+    live = sys.stdout.isatty()  # a terminal gets one status line, rewritten; a log gets it after each row
 
     def progress(row: dict, done: int, total: int) -> None:
         verdict = row["score"]["verdict"] or "no gold answer"
         judged = f", judge: {row['judge']['verdict']}" if row.get("judge") else ""
-        print(f"[{done}/{total}] {row['entry']} {row['question_id']} r{row['repeat']} (seed {row['seed']}): "
-              f"{verdict}{judged}, {row['turns']} turn(s), {row['tokens']['total']:,} tokens, "
-              f"{row['wall_s'] or 0:.1f}s ({row['stop_reason']})", flush=True)
+        where = f" on {row['node']}" if args.engine == "ray" else ""
+        print(f"{CLEAR_LINE if live else ''}[{done}/{total}] {row['entry']} {row['question_id']} r{row['repeat']} "
+              f"(seed {row['seed']}){where}: {verdict}{judged}, {row['turns']} turn(s), "
+              f"{row['tokens']['total']:,} tokens, {row['wall_s'] or 0:.1f}s ({row['stop_reason']})", flush=True)
 
+    def status(state: SweepStatus) -> None:
+        print(f"{CLEAR_LINE}{state.line()}" if live else f"  {state.line()}", end="" if live else "\n", flush=True)
+
+    engine = None
+    if args.engine == "ray":
+        from searchbox.evaluation.sweep_ray import RayEngine
+
+        engine = RayEngine(args.ray_address or os.environ.get("RAY_ADDRESS") or None, on_note=print)
     judge = connect_judge(args, base)
     try:
         results = run_sweep(matrix, questions, source, out, base, endpoints=endpoints, progress=progress,
-                            repeats=args.repeats, judge=judge)
+                            repeats=args.repeats, judge=judge, engine=engine, status=status)
     except KeyboardInterrupt:
         print("\ninterrupted: run the same command again to resume the sweep", file=sys.stderr)
         return 130
     finally:
+        if live:
+            print()
         if judge is not None and (args.judge_url or base.llama_url):  # a loaded llama.cpp model is kept for later runs
             judge.close()
     print(format_summary(read_json(out / SUMMARY)))
@@ -357,6 +377,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+CLEAR_LINE = "\r\x1b[K"  # back to the line's start and blank it: the status line is rewritten in place
 SET_HELP = "override a knob ({scope}); repeatable; `python -m searchbox knobs` lists every knob and its default"
 
 
@@ -418,7 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
     ablate.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set JSONL (default: the built-in one)")
     ablate.add_argument("--dataroom", help="a .zip or a folder (default: the built-in dataroom)")
     ablate.add_argument("--out", required=True, help="sweep folder (results.jsonl, summary.json, runs/); reuse it to resume")
-    ablate.add_argument("--endpoints", help="url1,url2: one worker per OpenAI-compatible endpoint (default: serial, LLAMA_URL or the built-in model)")
+    ablate.add_argument("--endpoints", help="url1[=slots],url2[=slots] or @FILE (one url[=slots] a line): OpenAI-compatible "
+                        "endpoints, each given at most its slots of runs at once (default 1; llama-server --parallel N "
+                        "has N) (default: LLAMA_URL or the built-in model, one run at a time per machine)")
+    ablate.add_argument("--engine", choices=("thread", "ray"), default="thread",
+                        help="thread: every run in this process; ray: each run a task on a Ray cluster (docs/sweeps.md)")
+    ablate.add_argument("--ray-address", help="the Ray cluster to use (default: RAY_ADDRESS, else a local cluster "
+                        "started for the sweep)")
     ablate.add_argument("--limit", type=int, help="only the first N questions")
     ablate.add_argument("--ids", help="only these question ids (comma-separated)")
     ablate.add_argument("--per-type", type=int, help="only the first N questions of each type")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,11 @@ from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.cli import main as cli_main
-from searchbox.evaluation.ablation import first_seed, run_sweep, select_questions, summarize
+from searchbox.evaluation.sweep import SweepStatus, run_sweep
+from searchbox.evaluation.sweep_cell import endpoint_answers
+from searchbox.evaluation.sweep_pool import PoolError, Server, parse_endpoints
+from searchbox.evaluation.sweep_rows import first_seed, select_questions
+from searchbox.evaluation.sweep_summary import summarize
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
                                          load_matrix, parse_matrix)
@@ -54,10 +60,10 @@ MATRIX = {"entries": [
     # lower-case knob names; an effort whose budget the explicit override replaces
     {"name": "none-b2f", "effort": "Balanced", "overrides": {"searchbox_tools": "", "turn_budget": "2"}},
 ]}
-TIMING_FIELDS = ("wall_s",)
+TIMING_FIELDS = ("wall_s", "node", "queue_s")  # where a run ran and how long it took: not its result
 ROW_FIELDS = {"entry", "question_id", "type", "repeat", "seed", "overrides", "endpoint", "stop_reason", "done", "turns", "budget",
-              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "harness", "assist_firings",
-              "score", "job_dir"}
+              "force_budget", "tokens", "tool_calls", "tool_counts", "bash_programs", "wall_s", "node", "queue_s",
+              "harness", "assist_firings", "score", "job_dir"}
 
 
 def answer_from_content(body: dict[str, Any]) -> Reply:
@@ -108,6 +114,7 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
     for row in rows:
         assert set(row) == ROW_FIELDS
         assert row["endpoint"] == endpoint.url and row["done"] and row["wall_s"] > 0
+        assert row["node"] == socket.gethostname() and row["queue_s"] >= 0  # where it ran, how long it waited
         assert row["tool_counts"] == {"read": 1} and row["tool_calls"] == 1 and row["bash_programs"] == {}
         assert (baseline / row["job_dir"] / "run_meta.json").exists()
         assert row["job_dir"] == f"runs/{row['entry']}/{row['question_id']}"
@@ -209,7 +216,7 @@ def test_two_endpoints_share_the_runs_and_give_the_serial_results(baseline: Path
                                                                   tmp_path: Path) -> None:
     with ScriptedEndpoint(default=answer_from_content) as one, ScriptedEndpoint(default=answer_from_content) as two:
         results = run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "pool", base_settings(cache),
-                            endpoints=[one.url, two.url])
+                            endpoints=[Server(one.url), Server(two.url)])
         assert one.requests and two.requests
         rows = read_jsonl(results)
         assert {r["endpoint"] for r in rows} == {one.url, two.url}
@@ -356,6 +363,7 @@ def test_a_sweep_over_an_adhoc_query_has_behaviour_and_a_kept_judge_but_no_accur
         assert cli_main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert "1 ad-hoc question" in printed and "no gold answer, judge: correct" in printed
+    assert "  done 2/2, running 0, queued 0 | default model 0/1 | ETA 0:00" in printed  # the status line
     assert "judge accuracy: kw-b1 1.00, none-b2f 1.00" in printed
 
     rows = read_jsonl(out / "results.jsonl")
@@ -444,3 +452,79 @@ def test_a_sweep_with_the_real_packaged_model_through_the_cli(tmp_path: Path) ->
     summary = read_json(out / "summary.json")
     assert summary["runs"] == 1 and summary["entries"][0]["entry"] == "keyword-b1"
     assert read_json(out / "sweep.json")["question_ids"] == ["q001"]
+
+
+def test_endpoints_name_their_slots_inline_or_in_a_pool_file(tmp_path: Path) -> None:
+    assert parse_endpoints("http://a:8080/v1=4, http://b:8080/v1") == [Server("http://a:8080/v1", 4),
+                                                                       Server("http://b:8080/v1", 1)]
+    pool = tmp_path / "pool.txt"
+    pool.write_text("# llama-server --parallel 4 on each\nhttp://gpu1:8080/v1=4\n\nhttp://gpu2:8080/v1?k=v=2  # two\n")
+    assert parse_endpoints(f"@{pool}") == [Server("http://gpu1:8080/v1", 4), Server("http://gpu2:8080/v1?k=v", 2)]
+    for bad, message in [("http://a/v1=0", "at least 1"), ("http://a/v1=x", "whole number"), (" , ", "no endpoint"),
+                         ("http://a/v1,http://a/v1=2", "named twice"), (f"@{tmp_path / 'none.txt'}", "cannot read")]:
+        with pytest.raises(PoolError, match=message):
+            parse_endpoints(bad)
+
+
+class Concurrency:
+    """A scripted model that answers slowly and counts the requests it holds at once."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency, self.now, self.most = latency, 0, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(self.latency)
+        with self.lock:
+            self.now -= 1
+        return answer_from_content(body)
+
+
+def test_a_server_gets_at_most_its_slots_of_runs_at_once(dataroom: Path, cache: Path, tmp_path: Path) -> None:
+    model = Concurrency(0.2)
+    with ScriptedEndpoint(default=model) as server:
+        run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "slots", base_settings(cache),
+                  endpoints=[Server(server.url, 2)])
+    assert model.most == 2  # six runs, two at a time: never a third
+    assert len(read_jsonl(tmp_path / "slots" / "results.jsonl")) == 6
+
+
+def test_a_server_that_does_not_answer_leaves_the_pool_and_its_runs_go_to_the_others(
+        baseline: Path, dataroom: Path, cache: Path, tmp_path: Path) -> None:
+    gone = ScriptedEndpoint()
+    dead = gone.start()
+    gone.stop()  # its port refuses every connection now
+    statuses: list[SweepStatus] = []
+    with ScriptedEndpoint(default=answer_from_content) as live:
+        base = base_settings(cache).with_overrides(llm_attempts=1)
+        run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "drop", base,
+                  endpoints=[Server(dead), Server(live.url)], status=statuses.append)
+        url = live.url
+    rows = read_jsonl(tmp_path / "drop" / "results.jsonl")
+    assert {r["endpoint"] for r in rows} == {url} and {r["stop_reason"] for r in rows} != {"error_llm"}
+    assert comparable(rows, "endpoint") == comparable(read_jsonl(baseline / "results.jsonl"), "endpoint")
+    assert read_json(tmp_path / "drop" / "sweep.json")["dropped_servers"] == [dead]
+    last = statuses[-1]
+    assert (last.done, last.total, last.running, last.queued) == (6, 6, 0, 0)
+    assert last.line() == f"done 6/6, running 0, queued 0 | {url} 0/1 | ETA 0:00"
+
+
+def test_a_pool_with_no_server_left_stops_the_sweep_resumably(dataroom: Path, cache: Path, tmp_path: Path) -> None:
+    gone = ScriptedEndpoint()
+    dead = gone.start()
+    gone.stop()
+    with pytest.raises(PoolError, match="no server left"):
+        run_sweep(parse_matrix(MATRIX), QUESTIONS, dataroom, tmp_path / "none", base_settings(cache).with_overrides(
+            llm_attempts=1), endpoints=[Server(dead)])
+    assert read_jsonl(tmp_path / "none" / "results.jsonl") == []  # no failed run counted as a result
+
+
+def test_a_server_counts_as_up_when_anything_answers_http() -> None:
+    with ScriptedEndpoint() as server:  # it answers GET with 501: up all the same
+        assert endpoint_answers(server.url)
+        assert endpoint_answers(server.url.replace("http://", "http://user:secret@"))  # credentials in the URL
+        url = server.url
+    assert not endpoint_answers(url, timeout=2)  # nothing listens there now

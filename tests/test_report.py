@@ -321,7 +321,7 @@ def test_repeats_get_intervals_a_paired_test_and_error_bars(tmp_path: Path) -> N
 
 
 def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from searchbox.evaluation import ablation
+    from searchbox.evaluation import sweep
     from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
 
     calls, release = [], threading.Event()
@@ -334,7 +334,7 @@ def test_small_sweep_runs_in_the_background(tmp_path: Path, monkeypatch: pytest.
             progress({}, done, len(matrix) * len(questions))
         return out / "results.jsonl"
 
-    monkeypatch.setattr(ablation, "run_sweep", fake_sweep)
+    monkeypatch.setattr(sweep, "run_sweep", fake_sweep)
     settings = Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / "jobs"))
     with pytest.raises(gr.Error, match="operator"):
         CompareView(settings).start_sweep()

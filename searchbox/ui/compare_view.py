@@ -143,10 +143,11 @@ class CompareView:
             raise gr.Error("Only the operator (SEARCHBOX_OPERATOR=1) can start a sweep here; "
                            "use python -m searchbox ablate --per-type 1 --out <folder>.")
         try:
-            from searchbox.evaluation.ablation import run_sweep, select_questions
+            from searchbox.evaluation.sweep import run_sweep
+            from searchbox.evaluation.sweep_rows import select_questions
             from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
         except ImportError as exc:
-            raise gr.Error(f"Sweeps are not available in this build (searchbox.evaluation.ablation: {exc}).") from exc
+            raise gr.Error(f"Sweeps are not available in this build (searchbox.evaluation.sweep: {exc}).") from exc
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 raise gr.Error(f"A sweep is already running into {self.sweep.folder}.")
