@@ -1,6 +1,6 @@
 """Sweep throughput against 1, 2, 4, 8 simulated model servers: scripted OpenAI-compatible servers
 of fixed latency with several slots each, on a Ray cluster on this machine (loopback only: the
-process re-runs itself in a network namespace, tests/ray_cluster.py).
+process re-runs itself in a network namespace, testkit/ray_cluster.py).
 
 Each point runs the same small matrix (the test sweep's: 2 entries x 3 questions, 2 or 3 requests a
 run) with enough repeats for ROUNDS runs per slot, so each slot is kept busy; throughput is the pace
@@ -45,19 +45,19 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
-from ray_cluster import loopback_prefix  # noqa: E402
+from testkit.ray_cluster import loopback_prefix  # noqa: E402
 
 IN_NAMESPACE = "SWEEP_SCALING_IN_NAMESPACE"
 ROUNDS = 6  # runs per slot in each point
 
 
 def measure(servers: list[int], slots: int, latency: float, engine_name: str) -> list[dict[str, Any]]:
-    from conftest import SMALL_DATAROOM, write_tree
-    from ray_scenarios import slow
-    from scripted_endpoint import ScriptedEndpoint
-    from test_ablation import MATRIX, QUESTIONS, base_settings
+    from testkit.ray_scenarios import slow
+    from testkit.scripted_endpoint import ScriptedEndpoint
+    from testkit.small_room import SMALL_DATAROOM, write_tree
+    from testkit.small_sweep import MATRIX, QUESTIONS, base_settings
     from searchbox.evaluation.matrix import parse_matrix
     from searchbox.evaluation.sweep import ThreadEngine, run_sweep
     from searchbox.evaluation.sweep_pool import Server
@@ -122,7 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     if os.environ.get(IN_NAMESPACE) != "1" and loopback_prefix():
         os.environ[IN_NAMESPACE] = "1"
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+        os.environ["PYTHONPATH"] = str(ROOT)
         os.execv(loopback_prefix()[0], [*loopback_prefix(), sys.executable, *sys.argv])
     points = measure([int(n) for n in args.servers.split(",")], args.slots, args.latency, args.engine)
     print(f"engine {args.engine}, {args.slots} slots per server, {args.latency}s per request, "

@@ -1,5 +1,5 @@
-"""Sweeps on a real multi-node Ray cluster on this machine (tests/ray_scenarios.py, run on loopback by
-tests/ray_cluster.py): the Ray engine gives the thread engine's rows, summary and report; a node
+"""Sweeps on a real multi-node Ray cluster on this machine (testkit/ray_scenarios.py, run on loopback by
+testkit/ray_cluster.py): the Ray engine gives the thread engine's rows, summary and report; a node
 killed mid-sweep loses no cell and duplicates none; a server that dies leaves the pool and the sweep
 finishes; Ctrl-C on the driver stops runs cleanly and a new driver resumes them on the same cluster.
 Each test starts and stops its own cluster (a head that runs nothing and two worker nodes)."""
@@ -14,18 +14,17 @@ from typing import Any
 
 import pytest
 
-from ray_cluster import facts_of, run_in_loopback
+from testkit.ray_cluster import facts_of, run_in_loopback
 from test_ablation import MATRIX, QUESTIONS, comparable
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.records.files import read_json, read_jsonl
 
 pytestmark = pytest.mark.slow
-SCENARIOS = Path(__file__).with_name("ray_scenarios.py")
 CELLS = [[e["name"], q["id"], 1] for e in MATRIX["entries"] for q in QUESTIONS]
 
 
 def scenario(name: str, folder: Path) -> dict[str, Any]:
-    return facts_of(run_in_loopback([sys.executable, str(SCENARIOS), name, str(folder)], timeout=300))
+    return facts_of(run_in_loopback([sys.executable, "-m", "testkit.ray_scenarios", name, str(folder)], timeout=300))
 
 
 def without_wall(summary: dict[str, Any]) -> dict[str, Any]:

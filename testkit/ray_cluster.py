@@ -6,7 +6,7 @@ servers and the sweep's driver all live in one process started inside such a nam
 (`unshare -rn`, as the bash sandbox does); where the host refuses a namespace (a CI runner without
 user namespaces, itself a throwaway machine) the process runs as it is.
 
-    facts = facts_of(run_in_loopback([sys.executable, "tests/ray_scenarios.py", "equal", str(folder)], timeout=240))
+    facts = facts_of(run_in_loopback([sys.executable, "-m", "testkit.ray_scenarios", "equal", str(folder)], timeout=240))
 
 The child prints one JSON object as its last line of stdout: what it saw, for the test to check.
 """
@@ -42,7 +42,7 @@ def loopback_prefix() -> tuple[str, ...]:
 def run_in_loopback(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     """Run argv (in the namespace when allowed) with searchbox importable by Ray's workers too; raises
     with its output when it fails."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
            "RAY_ADDRESS": "", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     done = subprocess.run([*loopback_prefix(), *argv], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)

@@ -1,8 +1,8 @@
 """Sweeps on a real multi-node Ray cluster (ray.cluster_utils.Cluster: a head that runs nothing and two
 worker nodes), each worker node beside its own scripted model server of known latency. Run by
-tests/test_sweep_ray.py through ray_cluster.run_in_loopback:
+tests/test_sweep_ray.py through testkit.ray_cluster.run_in_loopback:
 
-    python tests/ray_scenarios.py SCENARIO FOLDER   ->  the scenario's facts, as JSON on the last line
+    python -m testkit.ray_scenarios SCENARIO FOLDER   ->  the scenario's facts, as JSON on the last line
 
 equal             the thread engine's sweep, then the Ray engine's, into FOLDER/thread and FOLDER/ray
 node_kill         a worker node removed while it has runs in flight
@@ -23,9 +23,9 @@ from typing import Any
 import ray
 from ray.cluster_utils import Cluster
 
-from conftest import SMALL_DATAROOM, write_tree
-from scripted_endpoint import Reply, ScriptedEndpoint
-from test_ablation import MATRIX, QUESTIONS, answer_from_content, base_settings
+from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.small_room import SMALL_DATAROOM, write_tree
+from testkit.small_sweep import MATRIX, QUESTIONS, answer_from_content, base_settings
 from searchbox.evaluation.matrix import parse_matrix
 from searchbox.evaluation.report import load_results
 from searchbox.evaluation.sweep import ThreadEngine, run_sweep
