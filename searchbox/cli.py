@@ -431,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge(score, "the answer")
     score.set_defaults(func=cmd_score)
     evaluation = dataroom_command("retrieval-eval", "gold-file recall of grep, BM25, dense, hybrid, dense+rerank")
-    evaluation.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set (JSONL, SPEC 4)")
+    evaluation.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set (JSONL, design §4)")
     evaluation.add_argument("--out", required=True, help="folder for retrieval.json")
     evaluation.set_defaults(func=cmd_retrieval_eval)
     ablate = sub.add_parser("ablate", help="ablation sweep: matrix entries x questions -> results.jsonl and a summary")

@@ -1,4 +1,4 @@
-"""Text the model or a document controls, made inert wherever it is shown (SPEC 5): one rule per kind
+"""Text the model or a document controls, made inert wherever it is shown (design §5): one rule per kind
 of place, all of them here, so that every view applies the same one.
 
 A hostile document can talk the model into writing anything, into an answer, a tool's arguments or a

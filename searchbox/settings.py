@@ -1,4 +1,4 @@
-"""Every knob of searchbox (SPEC 2.1): its default, its environment variable, per-run overrides.
+"""Every knob of searchbox (design §2.1): its default, its environment variable, per-run overrides.
 
 The `Settings` dataclass is the one source of truth. Each field is a knob; its environment variable
 is the field name in upper case. `resolve()` layers: field default < retrieval preset < environment

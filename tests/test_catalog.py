@@ -1,4 +1,4 @@
-"""The catalog tools as the SPEC lists them, catalog.json generated from their declarations; arguments
+"""The catalog tools as docs/design.md §2.4 lists them, catalog.json generated from their declarations; arguments
 are coerced and clamped, never crash."""
 
 from __future__ import annotations

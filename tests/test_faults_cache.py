@@ -1,4 +1,4 @@
-"""A damaged disk embedding cache (SPEC 2.6): never trusted, rebuilt or bypassed with a notice, and
+"""A damaged disk embedding cache (design §2.6): never trusted, rebuilt or bypassed with a notice, and
 search gives the same results as over a clean cache.
 
 Each case copies a clean cache built by a real engine over a real dataroom, damages the copy the way

@@ -1,4 +1,4 @@
-"""Endpoint faults through the whole run path (SPEC 2.3, 5): the real scheduler runs real jobs with
+"""Endpoint faults through the whole run path (design §2.3, §5): the real scheduler runs real jobs with
 `connect_and_run`, exactly as the app does, against a scripted endpoint that fails in turn 2 of each
 job; and the CLI runs against an endpoint that is not there.
 

@@ -1,4 +1,4 @@
-"""SIGKILL mid-run (SPEC 3, 5): the real app in a subprocess, driven with gradio_client, talking to a
+"""SIGKILL mid-run (design §3, §5): the real app in a subprocess, driven with gradio_client, talking to a
 scripted endpoint whose answers stream slowly, is killed -9 three times at different moments, then
 started again on the same jobs folder each time.
 
@@ -151,7 +151,7 @@ def test_sigkill_mid_run_then_restart(tmp_path: Path) -> None:
             script.reset()
 
         # Start: one run finishes; another runs; two more are submitted, and the first of them preempts
-        # it (SPEC 3). Kill 1 lands while that one streams its answer.
+        # it (design §3). Kill 1 lands while that one streams its answer.
         with app_process(tmp_path, **env) as (url, proc):
             client = Client(url, verbose=False)
             client.predict(*search_args("FIN", budget=1), api_name="/search")

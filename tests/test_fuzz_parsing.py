@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the tool-call parsers (SPEC 2.3): whatever a model writes, in whatever
+"""Property-based fuzzing of the tool-call parsers (design §2.3): whatever a model writes, in whatever
 chunks it arrives, parsing never raises, and a valid call comes out as the same call.
 
 Run with `pytest -s tests/test_fuzz_parsing.py` to see the RELIABILITY tally lines.

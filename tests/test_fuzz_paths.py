@@ -1,4 +1,4 @@
-"""Property-based fuzzing of path confinement (SPEC 5): whatever path a model gives read, write, edit,
+"""Property-based fuzzing of path confinement (design §5): whatever path a model gives read, write, edit,
 ls, find or grep, nothing from outside work/ is shown, and nothing outside work/ nor inside
 work/dataroom/ is created or changed. The job folder is real: a dataroom, symlinks inside work/ that
 point out of it or into the dataroom, and sentinel files outside work/ and inside the dataroom, all

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of tool-argument validation (SPEC 2.3, 2.4): whatever arguments a model
+"""Property-based fuzzing of tool-argument validation (design §2.3, §2.4): whatever arguments a model
 sends, validation gives arguments that satisfy the tool's schema or a short, readable error, and the
 toolbox answers every call with a ToolResult; nothing escapes as an exception.
 

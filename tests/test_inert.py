@@ -1,4 +1,4 @@
-"""Everything the model or a document controls is rendered inert (SPEC 5): the same hostile strings go
+"""Everything the model or a document controls is rendered inert (design §5): the same hostile strings go
 through every renderer the app and the CLI have, and no live element, attribute or control code may
 come out.
 

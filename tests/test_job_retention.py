@@ -1,4 +1,4 @@
-"""A public app's disk stays bounded and its queue shared (SPEC 5): finished jobs are deleted past an
+"""A public app's disk stays bounded and its queue shared (design §5): finished jobs are deleted past an
 age and, oldest first, while all jobs take more than a total size; a queued, running, paused or held
 job never is; one visitor may have only so many runs waiting. Real job folders, real files."""
 

@@ -197,7 +197,7 @@ def test_pick_preset_takes_the_largest_that_fits(gpu_free_mb: int, ram_mb: int, 
 
 
 def test_presets_are_well_formed() -> None:
-    # The production default (SPEC 2.1) leads the catalog.
+    # The production default (design §2.1) leads the catalog.
     assert PRESETS[0].gguf == "unsloth/Qwen3.6-35B-A3B-GGUF:Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf"
     for preset in PRESETS:
         assert preset.packaged or ":" in preset.gguf and preset.gguf.endswith(".gguf")

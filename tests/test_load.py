@@ -1,4 +1,4 @@
-"""The real app under load (SPEC 5: no load loses or doubles a run): 50 runs submitted at once by 10
+"""The real app under load (design §5: no load loses or doubles a run): 50 runs submitted at once by 10
 gradio_client visitors against a scripted endpoint; every run is accepted, runs exactly once and
 ends done, the page and the jobs table keep answering, and memory does not grow per finished run.
 Timings are printed, not asserted. Run with `pytest -s tests/test_load.py` to see the tally line;

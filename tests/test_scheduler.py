@@ -1,4 +1,4 @@
-"""The scheduler (SPEC 3, Scheduling) with real runs: run_job over real job folders, talking HTTP to
+"""The scheduler (design §3.1) with real runs: run_job over real job folders, talking HTTP to
 the scripted endpoint.
 
 Every job asks "[NAME] When does the office lease end?" and the endpoint answers by the conversation

@@ -1,4 +1,4 @@
-"""Scoring a finished run (SPEC 4): must-fact recall, citations against the ledger and gold files,
+"""Scoring a finished run (design §4): must-fact recall, citations against the ledger and gold files,
 false-premise correction, the LLM judge, and `python -m searchbox score`. Runs are hand-made job
 folders (work/ANSWER.md + sources.json); the judge talks to the scripted endpoint over HTTP."""
 

@@ -1,4 +1,4 @@
-"""Stop means stop (SPEC 5): Pause and Stop end a running tool (a bash command with everything it
+"""Stop means stop (design §5): Pause and Stop end a running tool (a bash command with everything it
 started, ripgrep, an embedding) at once, the run records how the call ended, and a resumed run tells
 the model the call was cut instead of running it again.
 

@@ -1,5 +1,5 @@
 """The in-process tools against files a model can make with bash: FIFOs, sockets, sparse giants, links
-that point at host folders or at themselves (SPEC 5: special files refused, sizes checked before
+that point at host folders or at themselves (design §5: special files refused, sizes checked before
 anything is loaded). Each case uses the real kind of file."""
 
 from __future__ import annotations

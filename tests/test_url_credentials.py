@@ -1,6 +1,6 @@
 """An endpoint URL with credentials in it (LLAMA_URL=http://user:password@host/v1) is used, never
 recorded: not in config.json, run_meta.json, job.json or anything else in a job folder, not in the
-terminal's output, not in the page the app serves (SPEC 5: secrets never reach a job folder, a log
+terminal's output, not in the page the app serves (design §5: secrets never reach a job folder, a log
 or the UI)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which harness ran a run (SPEC 2.3): its name (HARNESS), its version (searchbox's, or Pi's), the git commit of the checkout
+"""Which harness ran a run (design §2.3): its name (HARNESS), its version (searchbox's, or Pi's), the git commit of the checkout
 it ran from, the assists that were on and the tool-call parser. `run_meta.json` records it under
 `harness`, each sweep row carries it, and `report` keeps runs of different harnesses apart."""
 

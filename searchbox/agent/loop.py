@@ -1,4 +1,4 @@
-"""The turn loop (SPEC 2.3): the minimal harness, and the hooks where assists act.
+"""The turn loop (design §2.3): the minimal harness, and the hooks where assists act.
 
 A turn is one user message followed by the agent working until it is idle (a response with no tool
 calls); a step is one LLM response plus the tools it called. The question is sent once. With

@@ -1,4 +1,4 @@
-"""The source ledger (SPEC 2.5): every chunk a retrieval tool returns, every file range the agent
+"""The source ledger (design §2.5): every chunk a retrieval tool returns, every file range the agent
 reads and every passage grep shows of the dataroom gets a stable id s1, s2, ... (a range read and
 grepped is one source). The tools record sources, not the model, so the ledger is the authority on
 what an answer may cite.

@@ -1,4 +1,4 @@
-"""The dataroom: safe unpacking, text extraction per format, chunking (SPEC 2.2, 2.6, 5)."""
+"""The dataroom: safe unpacking, text extraction per format, chunking (design §2.2, §2.6, §5)."""
 
 from searchbox.dataroom.chunking import Chunk, chunk_file
 from searchbox.dataroom.corpus import Corpus

@@ -1,4 +1,4 @@
-"""Split an extracted file's text into overlapping character windows for retrieval (SPEC 2.6).
+"""Split an extracted file's text into overlapping character windows for retrieval (design §2.6).
 
 A window ends at the strongest boundary found in its last fifth (paragraph, line, sentence, word),
 so chunks rarely cut words. Boundaries are found with `str.rfind` over that bounded tail, which

@@ -1,4 +1,4 @@
-"""Text extraction from the files of a dataroom (SPEC 2.6): one extractor per format.
+"""Text extraction from the files of a dataroom (design §2.6): one extractor per format.
 
 An extractor takes a path and returns the file's text as segments (a PDF's pages, a workbook's
 sheets, a notebook's cells). Adding a format is one function registered with `@extractor(...)`.

@@ -1,4 +1,4 @@
-"""Install a dataroom (a .zip or a folder) as the read-only `work/dataroom` of a job (SPEC 2.2, 5).
+"""Install a dataroom (a .zip or a folder) as the read-only `work/dataroom` of a job (design §2.2, §5).
 
 Everything the user hands us is hostile until checked: member paths must stay inside the dataroom,
 links, encryption and zip bombs are refused, and sizes are counted on the bytes actually written,

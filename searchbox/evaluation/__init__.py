@@ -1,1 +1,1 @@
-"""Evaluation (SPEC 4): question sets, scoring a finished run, retrieval-only recall."""
+"""Evaluation (design §4): question sets, scoring a finished run, retrieval-only recall."""

@@ -1,7 +1,7 @@
 """An ablation matrix: named bundles of knob overrides, each run over every question of a sweep.
 
 A matrix file is JSON: {"entries": [{"name": "high-b1", "overrides": {"TURN_BUDGET": 1, ...},
-"effort"?: "Quick" | "Balanced" | "Thorough"}]}. Knob names are those of SPEC 2.1 in either case;
+"effort"?: "Quick" | "Balanced" | "Thorough"}]}. Knob names are those of design §2.1 in either case;
 an effort expands through EFFORT_PRESETS and explicit overrides win over it. Every entry is checked
 up front, so a typo fails the sweep before its first run rather than in the middle of the night.
 """

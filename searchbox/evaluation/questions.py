@@ -1,4 +1,4 @@
-"""Loading a question set (JSONL, SPEC 4) with errors that name the offending line."""
+"""Loading a question set (JSONL, design §4) with errors that name the offending line."""
 
 from __future__ import annotations
 

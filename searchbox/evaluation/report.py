@@ -1,4 +1,4 @@
-"""A sweep's report (SPEC 4): `out/report.html`, one self-contained page with a summary table per entry
+"""A sweep's report (design §4): `out/report.html`, one self-contained page with a summary table per entry
 and every chart, and each chart as `out/charts/<name>.png` rendered by headless Chromium.
 
 The folder is an ablation sweep's (results.jsonl, sweep.json) and/or a retrieval evaluation's

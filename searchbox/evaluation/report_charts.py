@@ -1,4 +1,4 @@
-"""The report's Plotly figures (SPEC 4): scores by configuration, budget and question type, which tools
+"""The report's Plotly figures (design §4): scores by configuration, budget and question type, which tools
 each configuration reached for, its cost, and retrieval-only recall.
 
 The sweep figures take the DataFrame of `report.load_results` (one row per run, score.* and tokens.*

@@ -1,4 +1,4 @@
-"""Scoring a finished run against one question of a question set (SPEC 4).
+"""Scoring a finished run against one question of a question set (design §4).
 
 The answer is scored without the text it only echoed from the harness's messages (records/echoes.py).
 A score record holds must-fact recall (wording, word order and inflection tolerated, numbers exact:

@@ -1,4 +1,4 @@
-"""An ablation sweep (SPEC 3 CLI, 4): every matrix entry × every question is one real run in its own
+"""An ablation sweep (design §3.2, §4): every matrix entry × every question is one real run in its own
 job folder, scored, and one row of results.jsonl.
 
 <out>/runs/<entry>/<question id>/   the job folders (repeat k > 1: <question id>@r<k>)

@@ -1,4 +1,4 @@
-"""A sweep's summary (SPEC 4): per entry its verdicts, accuracy with a 95% interval, means and tools,
+"""A sweep's summary (design §4): per entry its verdicts, accuracy with a 95% interval, means and tools,
 every pair of entries compared question by question, and the same as a terminal table. It reads rows
 only; running the sweep is evaluation/sweep.py's job."""
 

@@ -1,4 +1,4 @@
-"""A new job (SPEC 2.2): the dataroom installed read-only under work/, the inputs beside it (the
+"""A new job (design §2.2): the dataroom installed read-only under work/, the inputs beside it (the
 layout is records.job_folder's)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scheduler (SPEC 3, Scheduling): one model slot, so runs are serial.
+"""The scheduler (design §3.1): one model slot, so runs are serial.
 
 Which job runs next:
 1. foreground runs, first in first out (submitted or explicitly resumed);

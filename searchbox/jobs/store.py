@@ -1,5 +1,5 @@
-"""The job store: every job's folder (SPEC 2.2) plus a `job.json` with its scheduling state, so the
-queue and the history survive a restart (SPEC 3, Jobs).
+"""The job store: every job's folder (design §2.2) plus a `job.json` with its scheduling state, so the
+queue and the history survive a restart (design §3.1).
 
     <root>/<job_id>/job.json   state, owner, question, timestamps, knob overrides
     <root>/<job_id>/...        the job folder create_job lays out
@@ -9,7 +9,7 @@ queue and the history survive a restart (SPEC 3, Jobs).
 A job is built in a hidden staging folder and renamed into place only once its job.json exists, so
 a refused dataroom or a crash mid-create never leaves a half-made job that listing would show.
 
-A public app's disk stays bounded (SPEC 5): each new job or explorer folder first prunes finished jobs,
+A public app's disk stays bounded (design §5): each new job or explorer folder first prunes finished jobs,
 oldest first, past an age and while all jobs and explorer folders take more than a total size; a queued,
 running, paused or held job is never removed. A visitor may have only so many runs waiting at once, so one cannot fill the queue all wait in:
 counted by the visitor id their page sends (`owner`), by the client address the server saw (`visitor`,

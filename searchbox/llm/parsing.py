@@ -1,6 +1,6 @@
 """Reasoning and tool calls that a model wrote into its text, pulled out of the answer.
 
-Used when an endpoint returns no native `tool_calls` (SPEC 2.3). Two modes (TOOL_CALL_PARSING):
+Used when an endpoint returns no native `tool_calls` (design §2.3). Two modes (TOOL_CALL_PARSING):
 
 - strict reads the call formats chat templates define, several per message and in any order:
   `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (Qwen2.5/3, Hermes), possibly fenced,

@@ -1,4 +1,4 @@
-"""The chat interface every LLM backend implements (SPEC 6: a new backend is one module behind it).
+"""The chat interface every LLM backend implements (design §6: a new backend is one module behind it).
 
 Messages are OpenAI chat dicts (`role`, `content`, `tool_calls`, `tool_call_id`); tools are OpenAI
 function schemas. A backend streams `StreamEvent`s; the last one (kind "done") carries the whole

@@ -1,4 +1,4 @@
-"""The job folder (SPEC 2.7): every path in it, and reading and writing its record files.
+"""The job folder (design §2.7): every path in it, and reading and writing its record files.
 
 One owner, so that a reader finds a record where the writer left it, and so that each record file says
 which schema wrote it. Version 0 is what searchbox wrote before records carried a version (the same

@@ -1,4 +1,4 @@
-"""The run records (SPEC 2.7), written as the run goes: turns.jsonl at each turn end, run_meta.json and
+"""The run records (design §2.7), written as the run goes: turns.jsonl at each turn end, run_meta.json and
 timing.json at each turn end and at the stop, answer snapshots when the answer changed. A resumed run
 adds to what the records already hold.
 

@@ -1,4 +1,4 @@
-"""Files under a job's work/ as the app must open them (SPEC 5: the app never trusts what confined code left).
+"""Files under a job's work/ as the app must open them (design §5: the app never trusts what confined code left).
 
 Confined bash may leave any name in work/ as a symbolic link (`ANSWER.md -> /proc/self/environ`), a hard
 link, a FIFO, a device, a folder or a sparse file of terabytes. The app runs unconfined, perhaps as

@@ -1,5 +1,5 @@
 """Path confinement for tools: everything stays inside the working folder, nothing is written
-inside dataroom/ (SPEC 5)."""
+inside dataroom/ (design §5)."""
 
 from __future__ import annotations
 

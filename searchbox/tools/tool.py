@@ -1,4 +1,4 @@
-"""One tool abstraction for every tool, built-in or catalog (SPEC 2.4).
+"""One tool abstraction for every tool, built-in or catalog (design §2.4).
 
 A `Tool` is a name, a one-line brief and a full description for the model, the JSON schema of its
 arguments and the function that runs it, declared together with `@tool` above the function in the

@@ -1,4 +1,4 @@
-"""The one truncation rule for built-in tool output (SPEC 2.4): at most 2000 lines or 50 KB, whichever
+"""The one truncation rule for built-in tool output (design §2.4): at most 2000 lines or 50 KB, whichever
 comes first. read, grep, find and ls keep the head; bash keeps the tail. Each tool turns the returned
 `Truncation` into its own actionable note ("Use offset=2001 to continue.", "Full output: ...").
 """

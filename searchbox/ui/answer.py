@@ -1,4 +1,4 @@
-"""The answer with clickable [sN] citations, and the sources panel they point to (SPEC 2.5).
+"""The answer with clickable [sN] citations, and the sources panel they point to (design §2.5).
 
 The ledger, not the prose, is the authority: a marker whose id is not in sources.json is flagged.
 Each citation the checker judged (run_meta.json's "citations" → "checks") carries its verdict: a

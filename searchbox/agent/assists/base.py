@@ -2,7 +2,7 @@
 coding agent's hooks (a tool choice before each step, beforeToolCall, a follow-up message when the agent
 would stop). A hook that returns something has fired: the loop does what it returned and records it as
 an `assist` event; a hook that returns None changes nothing. With no assist on, the loop is the minimal
-one: the question, `Continue.` at turn boundaries, compaction and the backstop (SPEC 2.3)."""
+one: the question, `Continue.` at turn boundaries, compaction and the backstop (design §2.3)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The seven built-in tools, with the Pi coding agent's semantics (SPEC 2.4), one module each with its
+"""The seven built-in tools, with the Pi coding agent's semantics (design §2.4), one module each with its
 schema beside its function, and the helpers only they use beside them (common, bash_programs for bash,
-rg_events for grep). Paths stay inside work/ and nothing is written inside dataroom/ (SPEC 5)."""
+rg_events for grep). Paths stay inside work/ and nothing is written inside dataroom/ (design §5)."""
 
 from searchbox.tools.builtin import bash, edit, find, grep, ls, read, write
 

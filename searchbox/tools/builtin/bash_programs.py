@@ -1,5 +1,5 @@
 """The programs a bash command line runs, read from the command itself, so that tool-use counts can
-break `bash` down by program (SPEC 2.7).
+break `bash` down by program (design §2.7).
 
 A small quote-aware scanner, not a bash parser: it knows pipes and lists, subshells, command and
 process substitution, heredocs, comments, variable assignments, shell keywords and the common

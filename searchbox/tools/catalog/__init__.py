@@ -1,4 +1,4 @@
-"""The catalog tools (SPEC 2.4): retrieval tools a run gets by SEARCHBOX_TOOLS, each declared with its
+"""The catalog tools (design §2.4): retrieval tools a run gets by SEARCHBOX_TOOLS, each declared with its
 schema beside its function, group (high / low) and default. catalog.json is generated from them."""
 
 from searchbox.tools.catalog import search, texts

@@ -1,4 +1,4 @@
-"""The sandbox the `bash` tool runs in (SPEC 5), at the confinement level BASH_SANDBOX picks (levels.py):
+"""The sandbox the `bash` tool runs in (design §5), at the confinement level BASH_SANDBOX picks (levels.py):
 namespaces, Landlock + seccomp, or (for an operator only, SEARCHBOX_OPERATOR=1) off. Whatever the level: a timeout after which
 everything the command started is killed, capped output, an environment stripped of secrets, memory,
 process and CPU limits for the whole command where a cgroup allows (else per process), and the job's
