@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from searchbox.agent.assists import Assists
 from searchbox.agent.assists.base import RunView
+from searchbox.agent.backstop import backstop_answer
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, AssistFired, Compaction, Delta, EventBus, Notice, RunStart,
@@ -133,7 +134,7 @@ class AgentLoop:
                 except _TurnOver as over:
                     self.bus.emit(Notice(level="warning", message=str(over)))
                     self._wrap_up()
-            self._backstop_answer()
+            backstop_answer(self.folder, self.bus, self.session.messages, lambda final: self.assists.answer(self.view, final))
             self.bus.emit(TurnEnd(tool_calls=self.state.tool_calls, tokens=self.session.token_totals(),
                                   compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3)))
             if not self.settings.force_budget:
@@ -317,18 +318,3 @@ class AgentLoop:
         if time.monotonic() - self.started > self.settings.ceiling_seconds:
             raise _RunOver("ceiling_seconds")
 
-    def _backstop_answer(self) -> None:
-        """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer (or the text
-        an assist gives instead)."""
-        answer = self.folder.read_answer()
-        if answer.exists and answer.problem is None:
-            return
-        if answer.problem:  # a link or special file left at the name: never read or written through
-            self.bus.emit(Notice(level="warning", message=f"work/{answer.problem}"))
-        final = next((str(m["content"]) for m in reversed(self.session.messages)
-                      if m.get("role") == "assistant" and str(m.get("content") or "").strip()), "")
-        instead = self.assists.answer(self.view, final)
-        if instead is not None:
-            self.folder.create_answer(instead.strip() + "\n")
-        elif final and self.folder.create_answer(final.strip() + "\n"):
-            self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))

@@ -38,6 +38,7 @@ from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.tools.gist import first_line
+from searchbox.agent.backstop import backstop_answer
 from searchbox.tools.registry import CATALOG_PATH
 
 # How long a tool call may wait for the end of the response that made it before it runs anyway.
@@ -164,7 +165,7 @@ class PiLoop:
             self.session.append({"role": "user", "content": message})
             self._send({"type": "prompt", "message": message})
             self._until_idle(turn_started)
-            self._backstop_answer()
+            backstop_answer(self.folder, self.bus, self.session.messages)
             self.bus.emit(TurnEnd(tool_calls=self.tool_calls, tokens=self.token_totals(),
                                   compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3)))
             if not self.settings.force_budget:
@@ -376,18 +377,6 @@ class PiLoop:
                     totals[key] += usage[key]
         totals["total"] = totals["input"] + totals["output"]
         return totals
-
-    def _backstop_answer(self) -> None:
-        """When the model wrote no ANSWER.md, its final non-thinking text becomes the answer."""
-        answer = self.folder.read_answer()
-        if answer.exists and answer.problem is None:
-            return
-        if answer.problem:  # a link or special file left at the name: never read or written through
-            self.bus.emit(Notice(level="warning", message=f"work/{answer.problem}"))
-        final = next((str(m["content"]) for m in reversed(self.session.messages)
-                      if m.get("role") == "assistant" and str(m.get("content") or "").strip()), "")
-        if final and self.folder.create_answer(final.strip() + "\n"):
-            self.bus.emit(Notice(level="info", message="ANSWER.md written from the model's final message"))
 
 
 def _usage(usage: dict[str, Any]) -> dict[str, int]:
