@@ -255,21 +255,23 @@ ATTACKS = [
 ]
 
 
-def run_suite(level: str) -> dict[str, bool | None]:
+def run_suite(level: str, attacks: list[Attack] = ATTACKS,
+              scene: Callable[[Path, str, socket.socket, socket.socket, int], Scene] | None = None,
+              ) -> dict[str, bool | None]:
     """Each attack's outcome at `level`: True got through, False blocked; None for every attack when
-    the level is not available here."""
+    the level is not available here. `scene` stands in for the plain scene (another way to run bash)."""
     if choose(level).name != level:
-        return {attack.name: None for attack in ATTACKS}
+        return {attack.name: None for attack in attacks}
     outcomes: dict[str, bool | None] = {}
     with _app_side() as (tcp, udp):
         bystander = _bystander()
         try:
-            for attack in ATTACKS:
+            for attack in attacks:
                 if bystander.poll() is not None:  # an attack killed it: a fresh one for the next
                     bystander = _bystander()
                 base = Path(tempfile.mkdtemp(prefix="searchbox-attack-"))
                 try:
-                    outcomes[attack.name] = attack.run(_scene(base, level, tcp, udp, bystander.pid))
+                    outcomes[attack.name] = attack.run((scene or _scene)(base, level, tcp, udp, bystander.pid))
                 finally:
                     _remove(base)
         finally:
@@ -298,10 +300,14 @@ def _app_side() -> Iterator[tuple[socket.socket, socket.socket]]:
         yield tcp, udp
 
 
-def _scene(base: Path, level: str, tcp: socket.socket, udp: socket.socket, bystander: int) -> Scene:
+def _other_job(base: Path) -> None:
     other = base / "other-job"
     other.mkdir()
     (other / "question.txt").write_text("another visitor's question")
+
+
+def _scene(base: Path, level: str, tcp: socket.socket, udp: socket.socket, bystander: int) -> Scene:
+    _other_job(base)
     work = base / "job" / "work"
     (work / "dataroom").mkdir(parents=True)
     (work / "dataroom" / "a.md").write_text("the original document")
@@ -365,27 +371,13 @@ PI_ATTACKS = ("read another visitor's job folder", "read the app's environment (
 def run_pi_suite(level: str, bash: Callable[[Scene, str], ToolResult]) -> dict[str, bool | None]:
     """PI_ATTACKS' outcomes at `level`, each command run by `bash(scene, command)` (a Pi run in the
     scene's job folder) instead of the bash tool directly."""
-    if choose(level).name != level:
-        return {name: None for name in PI_ATTACKS}
 
     class PiScene(Scene):
         def bash(self, command: str, **config: object) -> ToolResult:
             return bash(self, command)
 
-    outcomes: dict[str, bool | None] = {}
-    with _app_side() as (tcp, udp):
-        bystander = _bystander()
-        try:
-            for attack in (a for a in ATTACKS if a.name in PI_ATTACKS):
-                base = Path(tempfile.mkdtemp(prefix="searchbox-attack-"))
-                try:
-                    other = base / "other-job"
-                    other.mkdir()
-                    (other / "question.txt").write_text("another visitor's question")
-                    outcomes[attack.name] = attack.run(PiScene(base, level, tcp, udp, bystander.pid))
-                finally:
-                    _remove(base)
-        finally:
-            bystander.kill()
-            bystander.wait()
-    return outcomes
+    def pi_scene(base: Path, level: str, tcp: socket.socket, udp: socket.socket, bystander: int) -> Scene:
+        _other_job(base)  # the job folder is the Pi run's own
+        return PiScene(base, level, tcp, udp, bystander)
+
+    return run_suite(level, [a for a in ATTACKS if a.name in PI_ATTACKS], pi_scene)
