@@ -131,6 +131,21 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
 
 @needs_pi
 @pytest.mark.slow
+def test_a_pi_run_in_a_relative_job_folder_as_searchbox_run_makes_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`searchbox run` with no --out puts the job under runs/ of the current folder; Pi runs in work/, so
+    every path handed to it (the tool socket, its agent folder, its sessions) must not be relative."""
+    monkeypatch.chdir(tmp_path)
+    with ScriptedEndpoint(default=_researcher) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted")
+        create_job(Path("runs/job"), QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
+        reason = run_job(Path("runs/job"), settings, OpenAIClient(endpoint.url, "scripted", max_attempts=1))
+    assert reason == "first_turn_done"
+    ran = [row["name"] for row in read_jsonl(tmp_path / "runs/job/events.jsonl") if row["type"] == "tool_end"]
+    assert ran == ["search_dataroom", "read"]
+
+
+@pytest.mark.slow
 def test_the_built_in_model_is_served_to_pi_on_loopback_for_the_run(tmp_path: Path) -> None:
     model = FakeChatModel([Said(calls=[("ls", {"path": "dataroom"})]), Said(text="Five folders are there.")])
     settings = _settings(tmp_path, harness="pi", searchbox_tools="")

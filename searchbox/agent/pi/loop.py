@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import secrets
 import time
@@ -60,6 +61,9 @@ class _RunOver(Exception):
 class PiLoop:
     def __init__(self, job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
                  control: RunControl | None = None) -> None:
+        # Pi runs in work/: every path handed to it (socket, agent folder, sessions) must be absolute
+        # (`searchbox run` with no --out makes a relative job folder). abspath, not resolve: no link followed.
+        job_dir = Path(os.path.abspath(job_dir))
         self.folder = JobFolder(job_dir)
         self.paths = PiPaths(job_dir / "pi")
         self.settings = settings
