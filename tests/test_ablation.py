@@ -496,3 +496,31 @@ def test_a_server_counts_as_up_when_anything_answers_http() -> None:
         assert endpoint_answers(server.url.replace("http://", "http://user:secret@"))  # credentials in the URL
         url = server.url
     assert not endpoint_answers(url, timeout=2)  # nothing listens there now
+
+
+def test_a_ray_task_sends_back_only_the_regular_files_of_its_job(tmp_path: Path) -> None:
+    """What confined bash left in work/ travels from the node to the driver only as the app would open it:
+    no link followed, no FIFO waited on, no hard link to a host file, nothing past the size cap."""
+    from searchbox.evaluation.sweep_ray import pack_job, unpack_job
+    from searchbox.jobs.bundle import FILE_MAX_BYTES
+
+    host = tmp_path / "host-secret.txt"
+    host.write_text("HOST-SECRET")
+    job = tmp_path / "node-job"
+    (job / "work" / "notes").mkdir(parents=True)
+    (job / "session.jsonl").write_text('{"type": "message"}\n')
+    (job / "work" / "ANSWER.md").write_text("the answer [s1]\n")
+    (job / "work" / "notes" / "kept.md").write_text("kept")
+    (job / "work" / "link.md").symlink_to(host)
+    (job / "work" / "linked-folder").symlink_to(tmp_path)
+    os.link(host, job / "work" / "hard.md")
+    os.mkfifo(job / "work" / "fifo")
+    with open(job / "work" / "huge.bin", "wb") as handle:
+        handle.truncate(FILE_MAX_BYTES + 1)
+
+    driver = tmp_path / "driver-job"
+    (driver / "work" / "dataroom").mkdir(parents=True)
+    unpack_job(driver, pack_job(job))
+    got = sorted(p.relative_to(driver).as_posix() for p in driver.rglob("*"))
+    assert got == ["session.jsonl", "work", "work/ANSWER.md", "work/dataroom", "work/notes", "work/notes/kept.md"]
+    assert "HOST-SECRET" not in "".join(p.read_text() for p in driver.rglob("*") if p.is_file())

@@ -45,8 +45,10 @@ from searchbox.agent.run import connect_and_run
 from searchbox.dataroom.work_dir import prepare_work_dir, remove_job_folder
 from searchbox.evaluation.sweep_cell import CellLost, CellOutcome, Dispatch, run_cell
 from searchbox.evaluation.sweep_pool import Server
+from searchbox.jobs.bundle import FILE_MAX_BYTES
 from searchbox.jobs.scheduler import RunFn
 from searchbox.records.job_folder import DATAROOM_NAME, JobFolder
+from searchbox.records.work_files import open_regular_in
 from searchbox.settings import Settings
 
 DATAROOM_CACHE = "sweep-datarooms"
@@ -255,17 +257,27 @@ def node_dataroom(cache_dir: Path, digest: str, dataroom: list[Any]) -> tuple[Pa
 
 
 def pack_job(job_dir: Path) -> bytes:
-    """The job folder's regular files and folders as a tar, without the dataroom and the kept input."""
+    """The job folder's folders and regular files as a tar, without the dataroom and the kept input.
+    Files are opened as the app opens anything under work/ (records.work_files: no link followed, one
+    name per file, no more than the bundle's per-file cap); what it refuses stays on the node."""
     folder = JobFolder(job_dir)
-    skipped = {folder.dataroom, folder.input_zip}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path in sorted(job_dir.rglob("*")):
-            if path in skipped or folder.dataroom in path.parents:
-                continue
-            if path.is_symlink() or not (path.is_file() or path.is_dir()):
-                continue
-            archive.add(str(path), path.relative_to(job_dir).as_posix(), recursive=False)
+        for top, dirs, files in os.walk(job_dir, followlinks=False):
+            here = Path(top)
+            dirs[:] = sorted(d for d in dirs if here / d != folder.dataroom)
+            if here != job_dir:
+                archive.add(str(here), here.relative_to(job_dir).as_posix(), recursive=False)
+            for name in sorted(files):
+                if here / name == folder.input_zip:
+                    continue
+                rel = (here / name).relative_to(job_dir).as_posix()
+                try:
+                    fd = open_regular_in(job_dir, rel, FILE_MAX_BYTES)
+                except OSError:  # gone, a link, a FIFO or socket, a hard link, or too large
+                    continue
+                with os.fdopen(fd, "rb") as handle:
+                    archive.addfile(archive.gettarinfo(arcname=rel, fileobj=handle), handle)
     return buffer.getvalue()
 
 
