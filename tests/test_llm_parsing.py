@@ -29,7 +29,8 @@ TOOLS = [
 OFFERED = [
     *TOOLS,
     {"type": "function", "function": {"name": "find", "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "search_dataroom", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "search_dataroom", "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"}, "k": {"type": "integer"}, "paths": {"type": "array"}}}}},
 ]
 
 
@@ -172,6 +173,13 @@ WITH_GREP = [*OFFERED, {"type": "function", "function": {"name": "grep", "parame
         ('find(pattern="*.pdf")\ngrep(pattern="auditor", path="dataroom")',
          [("find", {"pattern": "*.pdf"}), ("grep", {"pattern": "auditor", "path": "dataroom"})], ""),
         ('{"function": "find", "parameters": {"pattern": "*.md"}};', [("find", {"pattern": "*.md"})], ""),
+        # As the packaged 1.5B opened its replies in the minimal loop: the name capitalised, the
+        # arguments as keywords or as one object.
+        ('Search_dataroom(query="term loan interest rate", k=8)',
+         [("search_dataroom", {"query": "term loan interest rate", "k": 8})], ""),
+        ('Search_dataroom({"query": "cistern ingestion outage", "k": 2, "paths": ["dataroom/"]})',
+         [("search_dataroom", {"query": "cistern ingestion outage", "k": 2, "paths": ["dataroom/"]})], ""),
+        ('```json\n{"name": "GREP", "arguments": {"pattern": "lease"}}\n```', [("grep", {"pattern": "lease"})], ""),
     ],
 )
 def test_lenient_reads_calls_written_outside_the_tags(text: str, calls: list, rest: str) -> None:
@@ -187,6 +195,8 @@ def test_lenient_reads_calls_written_outside_the_tags(text: str, calls: list, re
         'I will call search_dataroom(query="lease") next.',
         'search_dataroom(query="lease") shows that the lease ends in 2029.',
         'launch_rockets(count=3)',  # no such tool on offer
+        'Search_dataroom query: "lease"',  # no call syntax
+        'search_dataroom({"revenue": 48.2})',  # an object that is no arguments of the tool: its first value
         'search_dataroom(query=lease_terms)',  # a variable, not a value
         'search_dataroom(**options)',
         'search_dataroom(query="x", k={1, 2})',  # a set is no JSON value

@@ -7,7 +7,9 @@ Read only for tools on offer, and only where a call is set apart from prose:
 
 A call is a JSON object naming the tool (`name` or `function`, with `arguments` or `parameters`;
 see call_objects), a list of them, or a call written as code, `NAME(key=value, ...)`, its values
-Python or JSON literals (positional values fill the tool's parameters in schema order). Qwen2.5-Coder
+Python or JSON literals (positional values fill the tool's parameters in schema order; one object of
+parameter names is the arguments). A name in other letter case than the tool's (`Search_dataroom`) is
+that tool when it can mean no other. Qwen2.5-Coder
 writes both when left to choose, e.g.
 
     ```json
@@ -27,7 +29,7 @@ import json
 import re
 from typing import Any
 
-from searchbox.llm.call_objects import call_from_object, names_a_call, new_call_id, offered_names
+from searchbox.llm.call_objects import call_from_object, names_a_call, new_call_id, offered_name, offered_names
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.types import Tool, ToolCall, dump_arguments
 
@@ -129,7 +131,7 @@ def _call_end(text: str, start: int, offered: set[str]) -> int | None:
     if text.startswith(("{", "["), start):
         return _closing(text, start)
     name = _CALL_START.match(text, start)
-    if name is None or name.group(1) not in offered:
+    if name is None or offered_name(name.group(1), offered) is None:
         return None
     return _closing(text, name.end() - 1)
 
@@ -171,20 +173,29 @@ def _calls(body: str, tools: list[Tool] | None, offered: set[str]) -> list[ToolC
         items = value if isinstance(value, list) else [value]
         if not items or not all(names_a_call(item, offered) for item in items):
             return []
-        return [call_from_object(item, body) for item in items]
+        return [call_from_object(item, body, offered) for item in items]
     call = _code_call(body, tools)
     return [call] if call is not None else []
 
 
 def _code_call(source: str, tools: list[Tool] | None) -> ToolCall | None:
-    """`NAME(key=value, ...)` as a call, when every value is a literal; None for anything else."""
+    """`NAME(key=value, ...)` as a call, when every value is a literal; None for anything else. A lone
+    object, `NAME({"query": ...})`, is the arguments when its keys are the tool's parameters, else no call."""
     try:
         node = ast.parse(source, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return None
-    parameters = _parameter_names(tools, node.func.id)
+    name = offered_name(node.func.id, offered_names(tools))
+    if name is None:
+        return None
+    parameters = _parameter_names(tools, name)
+    if len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Dict):
+        value = _literal(node.args[0])
+        if not (isinstance(value, dict) and value and set(value) <= set(parameters)):
+            return None
+        return ToolCall(new_call_id(), name, value, dump_arguments(value))
     if len(node.args) > len(parameters) or any(isinstance(a, ast.Starred) for a in node.args):
         return None
     pairs = [*zip(parameters, node.args), *((keyword.arg, keyword.value) for keyword in node.keywords)]
@@ -192,11 +203,22 @@ def _code_call(source: str, tools: list[Tool] | None) -> ToolCall | None:
     for key, value in pairs:
         if key is None:  # **kwargs
             return None
-        try:
-            arguments[key] = _json_value(ast.literal_eval(_JsonNames().visit(value)))
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        literal = _literal(value)
+        if literal is _NOT_LITERAL:
             return None
-    return ToolCall(new_call_id(), node.func.id, arguments, dump_arguments(arguments))
+        arguments[key] = literal
+    return ToolCall(new_call_id(), name, arguments, dump_arguments(arguments))
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(node: ast.expr) -> Any:
+    """The JSON value a literal node writes, else _NOT_LITERAL."""
+    try:
+        return _json_value(ast.literal_eval(_JsonNames().visit(node)))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL
 
 
 class _JsonNames(ast.NodeTransformer):
