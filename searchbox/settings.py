@@ -10,6 +10,7 @@ Settings also remember which knobs a user set (`explicit`) and which a model pre
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -161,6 +162,10 @@ class Settings:
         "template's own format)",
         choices=("lenient", "strict"),
     )
+    prompt_date: str = knob(
+        "", "the day the system prompt names as today, YYYY-MM-DD (empty: the day the run starts, recorded under "
+        "derived and kept when the run resumes); set it to repeat a run of another day, whose prompt differed"
+    )
     citation_quotes: bool = knob(
         False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "
         "in its source makes the citation unsupported"
@@ -308,6 +313,11 @@ class Settings:
 
     def validate(self) -> None:
         assist_names(self.harness_assists)
+        if self.prompt_date:
+            try:
+                dt.date.fromisoformat(self.prompt_date)
+            except ValueError:
+                raise SettingsError(f"PROMPT_DATE must be a date, YYYY-MM-DD (got {self.prompt_date!r})") from None
         if self.chunk_size < 100:
             raise SettingsError("CHUNK_SIZE must be at least 100 characters")
         if not 0 <= self.chunk_overlap < self.chunk_size // 2:

@@ -35,6 +35,7 @@ PACKAGED_KNOBS = {
     # Two steps a turn keep the tiny model's runs short; the wrap-up assist then gives each turn its answer.
     "HARNESS_ASSISTS": "wrap_up",
     "HF_HUB_OFFLINE": "1",
+    "PROMPT_DATE": "2026-12-02",  # the prompt names its day: the seeded runs of one day, every day
 }
 
 # The live view's outputs as gradio_client returns them (States and buttons left out), in

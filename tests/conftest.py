@@ -10,6 +10,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The system prompt names its day, so a seeded real-model run would change from one day to the next:
+# the whole suite (and the app and CLI processes it starts, which inherit this) runs on one day.
+os.environ.setdefault("PROMPT_DATE", "2026-12-02")
 
 from searchbox.assets import PYDOCS_DATAROOM  # noqa: E402
 from searchbox.dataroom.extract import extract_dataroom  # noqa: E402

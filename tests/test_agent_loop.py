@@ -297,6 +297,50 @@ def test_pause_then_resume_continues_from_the_session(job, tmp_path: Path) -> No
     assert read_json(job_dir / "run_meta.json")["tool_calls"] == 2
 
 
+def test_the_prompts_date_is_recorded_and_kept_when_a_run_resumes_on_another_day(job, tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    import datetime as dt
+
+    import searchbox.agent.run as run_module
+
+    class Clock(dt.date):
+        day = dt.date(2026, 12, 2)
+
+        @classmethod
+        def today(cls) -> dt.date:
+            return cls.day
+
+    monkeypatch.setattr(run_module.dt, "date", Clock)
+    control = RunControl()
+
+    def pause_after_first_tool(event: Event) -> None:
+        if event.type == "tool_end":
+            control.request("paused")
+
+    script = [Reply(tool_calls=[call("ls")]), Reply(text="Ends 31 March 2029 [s1].")]
+    with ScriptedEndpoint(script) as endpoint:
+        job_dir, source = job
+        settings = make_settings(tmp_path, endpoint.url)
+        create_job(job_dir, QUESTION, source, settings)
+        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
+        assert run_job(job_dir, settings, client, [pause_after_first_tool], control) == "paused"
+        Clock.day = dt.date(2026, 12, 3)  # resumed the next day
+        assert run_job(job_dir, settings, client) == "first_turn_done"
+        systems = [request.body["messages"][0]["content"] for request in endpoint.requests]
+    assert all("Today's date: 2026-12-02." in system for system in systems)
+    assert read_json(job_dir / "run_meta.json")["derived"]["PROMPT_DATE"] == "2026-12-02"
+    assert read_json(job_dir / "config.json")["PROMPT_DATE"] == "2026-12-02"
+
+
+def test_prompt_date_repeats_a_run_of_another_day(job, tmp_path: Path) -> None:
+    with ScriptedEndpoint([Reply(text="Ends 31 March 2029.")]) as endpoint:
+        reason, job_dir = run(job, endpoint, tmp_path, prompt_date="2025-06-30")
+        system = endpoint.requests[0].body["messages"][0]["content"]
+    assert reason == "first_turn_done"
+    assert "Today's date: 2025-06-30." in system
+    assert "PROMPT_DATE" not in read_json(job_dir / "run_meta.json")["derived"]  # set, not derived
+
+
 def test_a_run_stopped_between_a_response_and_its_tools_runs_those_tools_on_resume(job, tmp_path: Path) -> None:
     # A preemption can land right after the model asked for tools: the resumed run must not ask again.
     control = RunControl()

@@ -12,7 +12,6 @@ are the client's estimate. The scripted endpoint stays for faults a real server 
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib.util
 import json
 import subprocess
@@ -25,7 +24,6 @@ import httpx
 import pytest
 
 from testkit.app_server import free_port, stop_process
-from searchbox.agent import prompts
 from searchbox.records.events import Event
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
@@ -81,18 +79,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_process(process)
 
 
-class _FixedDay(dt.date):
-    """The prompt names today's date, so the seeded sampling would change every day: one day for all runs."""
-
-    @classmethod
-    def today(cls) -> _FixedDay:
-        return cls(2026, 12, 1)
-
-
-def test_a_full_run_through_llama_url_against_llama_cpp_server(llama_server: str, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(prompts, "dt", type("datetime", (), {"date": _FixedDay}))
-    settings = Settings.resolve(env={}, llama_url=llama_server, model_id=ALIAS, retrieval_preset="packaged",
+def test_a_full_run_through_llama_url_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
+    # The prompt names its day, so seeded sampling would change daily: one day for every run of the test.
+    settings = Settings.resolve(env={}, prompt_date="2026-12-01", llama_url=llama_server, model_id=ALIAS,
+                                retrieval_preset="packaged",
                                 turn_budget=1, max_steps_per_turn=2, max_output_tokens=256, llm_attempts=1,
                                 searchbox_cache_dir=str(tmp_path / "cache"))
     job = tmp_path / "job"

@@ -50,6 +50,7 @@ def test_preset_fills_only_what_the_user_did_not_set() -> None:
         ({"CHUNK_OVERLAP": "900"}, "CHUNK_OVERLAP"),
         ({"TURN_BUDGET": "0"}, "TURN_BUDGET"),
         ({"RETRIEVAL_PRESET": "turbo"}, "RETRIEVAL_PRESET must be one of"),
+        ({"PROMPT_DATE": "2 December 2026"}, "PROMPT_DATE must be a date, YYYY-MM-DD"),
     ],
 )
 def test_bad_values_get_clear_errors(env: dict[str, str], message: str) -> None:

@@ -46,6 +46,11 @@ Keep every fact, number, file path and source id ([sN]) that the answer may need
 COMPACTED_PREFIX = "The earlier part of this session was summarized to save context:\n\n"
 
 
+def prompt_day(prompt_date: str) -> dt.date:
+    """The day the prompt names as today: PROMPT_DATE, or today when it is empty."""
+    return dt.date.fromisoformat(prompt_date) if prompt_date else dt.date.today()
+
+
 def system_prompt(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False) -> str:
     return f"{HARNESS}\n\n{task_block(today, bash=bash, quotes=quotes)}"
 

@@ -3,6 +3,8 @@ together. The CLI and the app both start runs through `run_job`."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,9 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     settings, retrieval_notes = fit_retrieval(settings)
     model = with_call_parsing(model, settings.tool_call_parsing)
     folder = JobFolder(job_dir)
+    if not settings.prompt_date:  # the prompt names today: the day the run started, also when it resumes
+        started_on = folder.read_config().get("PROMPT_DATE") or dt.date.today().isoformat()
+        settings = settings.with_derived(prompt_date=started_on)
     if settings.derived:
         folder.write_config(settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs

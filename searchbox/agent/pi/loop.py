@@ -28,7 +28,7 @@ from searchbox.agent.pi.config import PiPaths, base_url, pi_argv, pi_env, url_pr
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.rpc import Line, PiExited, PiProcess
 from searchbox.agent.pi.tool_server import Reply, Request, ToolServer
-from searchbox.agent.prompts import CONTINUE, task_block
+from searchbox.agent.prompts import CONTINUE, prompt_day, task_block
 from searchbox.agent.session import Session
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.serve import ModelServer
@@ -120,7 +120,7 @@ class PiLoop:
         server = ToolServer(self.paths.socket, token, self._submit)
         stack.callback(server.close)
         bash = "bash" in self.toolbox.names
-        argv = pi_argv(self.paths, model_id, task_block(bash=bash, quotes=self.settings.citation_quotes),
+        argv = pi_argv(self.paths, model_id, task_block(prompt_day(self.settings.prompt_date), bash=bash, quotes=self.settings.citation_quotes),
                        self.paths.session_file())
         self.pi = PiProcess(argv, cwd=self.folder.work, env=pi_env(self.paths, token, server.path),
                             stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
