@@ -313,6 +313,9 @@ class Settings:
 
     def validate(self) -> None:
         assist_names(self.harness_assists)
+        if self.harness == "pi" and self.assists:
+            raise SettingsError(f"HARNESS=pi runs no assists (Pi is the minimal harness), but {', '.join(self.assists)} "
+                                "would be on: leave HARNESS_ASSISTS, FORCED_TOOL and FORCE_TOOL_STEPS unset")
         if self.prompt_date:
             try:
                 dt.date.fromisoformat(self.prompt_date)

@@ -7,6 +7,7 @@ The packaged models are real and load for real (llama.cpp, on the CPU); the hub 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, 
 from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
-from searchbox.settings import ASSIST_NAMES, Settings, knob_docs
+from searchbox.settings import ASSIST_NAMES, Settings, SettingsError, knob_docs
 
 NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
 # The module, not the function searchbox.llm re-exports under the same name.
@@ -86,6 +87,11 @@ def test_limits_come_from_the_preset_unless_the_user_set_them() -> None:
     # The user's own assists, even none, are never replaced by the preset's.
     fitted, _ = fit_limits(Settings.resolve(env={"HARNESS_ASSISTS": ""}), preset)
     assert fitted.assists == () and "harness_assists" not in fitted.derived
+    # Under Pi no assist runs, so the preset fills in none (config.json showed all eight before).
+    fitted, _ = fit_limits(Settings.resolve(env={"HARNESS": "pi"}), preset)
+    assert fitted.harness_assists == "" and "HARNESS_ASSISTS" not in fitted.derived_config()
+    with pytest.raises(SettingsError, match="HARNESS=pi runs no assists"):
+        Settings.resolve(env={"HARNESS": "pi", "HARNESS_ASSISTS": "wrap_up"})
 
     # Past what the model takes, the user's window is capped, with a note, and recorded as derived.
     fitted, notes = fit_limits(Settings.resolve(env={}, context_window=100_000), preset)
@@ -191,9 +197,11 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
         sent = endpoint.requests[0].body
     assert sent["max_tokens"] == 1024
     meta = read_json(job_dir / "run_meta.json")
-    # Steps per turn were the user's; a small model gets the assists (its turn starts with a forced tool step).
+    # Steps per turn were the user's; a small model gets the assists (its turn starts with a forced tool step);
+    # the prompt's day is the run's own.
     assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024, "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS,
-                               "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief"}
+                               "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",
+                               "PROMPT_DATE": datetime.date.today().isoformat()}
     assert meta["harness"]["assists"] == list(ASSIST_NAMES) and sent["tool_choice"] == "required"
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}

@@ -156,6 +156,8 @@ def fit_limits(settings: Settings, preset: Preset) -> tuple[Settings, list[str]]
     capped at the preset's max_ctx; the changed knobs are recorded as derived. Also returns notes for
     the user's own settings that had to change."""
     values = {name: getattr(preset, name) for name in LIMIT_KNOBS if name not in settings.explicit}
+    if settings.harness == "pi":  # Pi is the minimal harness: no assist runs, so none is recorded as chosen
+        values.pop("harness_assists", None)
     notes = []
     if values.get("context_window", settings.context_window) > preset.max_ctx:
         values["context_window"] = preset.max_ctx
