@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from searchbox.assets import BUILTIN_QUESTIONS, PYDOCS_CLAIM_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.records.fact_match import match_fact  # noqa: E402
+from searchbox.records.job_folder import JobFolder  # noqa: E402
 from searchbox.citations.facts import span_present  # noqa: E402
 
 PAIRS = ROOT / "bench" / "data" / "grader_pairs.jsonl"
@@ -165,7 +166,8 @@ def rescore(folders: list[Path], questions: dict[str, dict]) -> None:
             row = json.loads(line) if line.strip() else {}
             if row.get("job_dir"):
                 ids[(results.parent / row["job_dir"]).resolve()] = row.get("question_id")
-    jobs = sorted({a.parents[1] for folder in folders for a in folder.glob("**/work/ANSWER.md")})
+    jobs = sorted({q.parent for folder in folders for q in folder.glob("**/query.txt")
+                   if JobFolder(q.parent).read_answer().exists})
     changed = 0
     for job in jobs:
         query = job / "query.txt"
@@ -174,7 +176,7 @@ def rescore(folders: list[Path], questions: dict[str, dict]) -> None:
         if question is None:
             print(f"  {job}: its question is in no question set here, skipped")
             continue
-        answer = (job / "work" / "ANSWER.md").read_text(encoding="utf-8", errors="replace")
+        answer = JobFolder(job).answer_text()  # as the app reads work/: no link followed
         facts = question["must_facts"] + question.get("computed_facts", [])
         old = ["present" if span_present(f, answer) else "absent" for f in facts]
         new = [match_fact(f, answer, question["question"]) for f in facts]
