@@ -160,18 +160,21 @@ def judge(rows: list[Row], questions: dict[str, dict], overrides: list[str], url
 def rescore(folders: list[Path], questions: dict[str, dict]) -> None:
     """Every run under the folders scored by both matchers: each fact's old and new status, the verdicts."""
     by_text = {q["question"].strip(): q for q in questions.values()}
-    ids = {}
-    for results in (p for folder in folders for p in folder.glob("**/results.jsonl")):
+    ids: dict[Path, str | None] = {}
+    for folder in folders:  # a sweep's runs, from its rows (never a walk into work/, which may link anywhere)
+        results = folder / "results.jsonl"
+        if not results.is_file():
+            ids[folder.resolve()] = None  # a job folder itself
+            continue
         for line in results.read_text(encoding="utf-8").splitlines():
             row = json.loads(line) if line.strip() else {}
             if row.get("job_dir"):
-                ids[(results.parent / row["job_dir"]).resolve()] = row.get("question_id")
-    jobs = sorted({q.parent for folder in folders for q in folder.glob("**/query.txt")
-                   if JobFolder(q.parent).read_answer().exists})
+                ids[(folder / row["job_dir"]).resolve()] = row.get("question_id")
+    jobs = sorted(job for job in ids if JobFolder(job).read_answer().exists)
     changed = 0
     for job in jobs:
         query = job / "query.txt"
-        question = questions.get(ids.get(job.resolve(), "")) or (
+        question = questions.get(ids[job] or "") or (
             by_text.get(query.read_text(encoding="utf-8").strip()) if query.is_file() else None)
         if question is None:
             print(f"  {job}: its question is in no question set here, skipped")
