@@ -19,7 +19,7 @@ from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.connect import connect_for_run
-from searchbox.llm.errors import PackagedModelUnavailable
+from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
 from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
@@ -205,3 +205,20 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
     assert meta["harness"]["assists"] == list(ASSIST_NAMES) and sent["tool_choice"] == "required"
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}
+
+
+def test_the_loading_notice_names_a_local_models_file_not_the_servers_folder(tmp_path: Path) -> None:
+    from searchbox.agent.control import RunControl
+    from searchbox.agent.run import connect_and_run
+    from searchbox.records.files import read_jsonl
+
+    source = write_tree(tmp_path / "room", SMALL_DATAROOM)
+    gguf = tmp_path / "operators-models" / "mine.gguf"
+    settings = Settings.resolve(env={}, llm_gguf=str(gguf), retrieval_preset="packaged",
+                                searchbox_cache_dir=str(tmp_path / "cache"))
+    job_dir = tmp_path / "job"
+    create_job(job_dir, "When does the lease end?", source, settings)
+    with pytest.raises(LLMError):  # there is no such file: the run stops after saying what it loads
+        connect_and_run(job_dir, settings, RunControl(), [])
+    notice = read_jsonl(job_dir / "events.jsonl")[0]
+    assert notice["message"] == "loading the model mine.gguf (a first load reads the whole file)"

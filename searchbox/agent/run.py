@@ -4,6 +4,7 @@ together. The CLI and the app both start runs through `run_job`."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,11 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
 
 
 def _loading_message(settings: Settings) -> str:
-    """Which model the run is about to use, before the wait for it (the endpoint's host only: a URL
-    may carry credentials)."""
+    """Which model the run is about to use, before the wait for it: the endpoint's host only (a URL may
+    carry credentials), a local GGUF's file name only (the feed is a visitor's too; the folder is the server's)."""
     if settings.llama_url:
         from urllib.parse import urlsplit
 
         return f"connecting to {settings.model_id or 'the model'} at {urlsplit(settings.llama_url).hostname or 'the endpoint'}"
-    return f"loading the model LLM_GGUF={settings.llm_gguf} (a first load reads the whole file)"
+    gguf = Path(settings.llm_gguf).name if os.path.isabs(settings.llm_gguf) else settings.llm_gguf
+    return f"loading the model {gguf} (a first load reads the whole file)"
