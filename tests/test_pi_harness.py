@@ -327,6 +327,11 @@ def test_the_harness_matrix_compares_native_minimal_native_assisted_and_pi() -> 
     chosen = {entry.name: entry.settings(base) for entry in entries}
     assert {(s.harness, s.assists != ()) for s in chosen.values()} == {("native", False), ("native", True), ("pi", False)}
     assert len({(s.turn_budget, s.force_budget, s.searchbox_tools) for s in chosen.values()}) == 1
+    # Its native entries are the assists matrix's, knob for knob, so either sweep's runs serve the other.
+    assists = {entry.name: entry.overrides for entry in load_matrix(ROOT / "bench" / "matrices" / "assists.json")}
+    shared = [entry for entry in entries if entry.name in assists]
+    assert [entry.name for entry in shared] == ["minimal", "all-assists"]
+    assert all(entry.overrides == assists[entry.name] for entry in shared)
 
 
 def test_the_pinned_pi_is_locked() -> None:
