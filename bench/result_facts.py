@@ -75,7 +75,7 @@ def main() -> None:
         workspace = create_job(Path(tmp) / "job", questions[0]["question"], BUILTIN_DATAROOM, settings)
         for question, query, kind in cases:
             context = workspace.tool_context()
-            result = REGISTRY.run(context, "search_dataroom", {"query": query, "k": args.k}).data or {}
+            result = REGISTRY["search_dataroom"].run(context, {"query": query, "k": args.k}).data or {}
             facts, gold = visible(question, result)
             row = totals.setdefault(kind, [0, 0, 0, 0, 0])
             row[0] += 1

@@ -81,10 +81,15 @@ class Workspace:
             self._encoder = job_encoder(self.settings, seed_caches=[BUILTIN_VECTORS], cancel=self.cancel)
         return self._encoder
 
-    @property
-    def loaded_engine(self) -> RetrievalEngine | None:
-        """The engine if a tool has used it, without building one."""
-        return self._engine
+    def retrieval_loads(self) -> dict[str, Any]:
+        """What the retrieval loaded (the embedder's and the reranker's load reports), only once a tool has
+        used it: asking builds nothing."""
+        loads: dict[str, Any] = {}
+        if self._engine is not None and self._engine.encoder.report is not None:
+            loads["embed"] = self._engine.encoder.report.as_dict()
+        if self._engine is not None and self._engine.rerank_report is not None:
+            loads["rerank"] = self._engine.rerank_report.as_dict()
+        return loads
 
     def tool_context(self) -> ToolContext:
         """The context every tool runs in; the retrieval engine is built on a catalog tool's first call."""
@@ -105,7 +110,8 @@ class Workspace:
             return self._checked[1]
         scored = echoes.scored
         ids = cited_ids(scored)
-        checks = check_answer(scored, set(sources), self._source_texts(sources), self._support)
+        # An answer that cites nothing (every turn's end until it does) has no source to read.
+        checks = check_answer(scored, set(sources), self._source_texts(sources), self._support) if ids else []
         own = echoes.occurrences()
         for check in checks:  # numbered as the answer's own markers, which the answer panel marks
             check.occurrence = own[check.id][check.occurrence]

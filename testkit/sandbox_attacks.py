@@ -68,7 +68,7 @@ class Scene:
         sandbox = SandboxConfig(level=self.level, job_disk_bytes=DISK_BUDGET, job_inodes=INODE_BUDGET,
                                 memory_bytes=MEMORY_LIMIT, max_processes=PROCESS_LIMIT, cpus=CPU_LIMIT,
                                 **config)  # type: ignore[arg-type]
-        return REGISTRY.run(ToolContext(self.work, SourceLedger(), sandbox), "bash", {"command": command, "timeout": 30})
+        return REGISTRY["bash"].run(ToolContext(self.work, SourceLedger(), sandbox), {"command": command, "timeout": 30})
 
     def dataroom_digest(self) -> str:
         digest = hashlib.sha256()

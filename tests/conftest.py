@@ -70,8 +70,8 @@ def tool_context(small_work: Path, packaged_settings: Settings, minilm) -> ToolC
 
 
 def catalog_result(ctx: ToolContext, name: str, args: dict) -> dict:
-    """A catalog tool's whole JSON result, run through the registry as every caller runs it."""
-    result = REGISTRY.run(ctx, name, args)
+    """A catalog tool's whole JSON result, run as every caller's toolbox runs it (`Tool.run`)."""
+    result = REGISTRY[name].run(ctx, args)
     assert not result.is_error and result.data is not None, result.text
     return result.data
 

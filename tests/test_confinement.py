@@ -84,7 +84,7 @@ def test_host_files_secrets_and_the_dataroom_stay_out_of_reach(level: str, work:
 def test_a_dataroom_renamed_away_and_forged_is_put_back(level: str, work: Path) -> None:
     level_or_skip(level)
     ctx = ToolContext(work, SourceLedger(), SandboxConfig(level=level))
-    out = REGISTRY.run(ctx, "bash", {"command": "mv dataroom d2 && mkdir dataroom && echo forged > dataroom/a.md; "
+    out = REGISTRY["bash"].run(ctx, {"command": "mv dataroom d2 && mkdir dataroom && echo forged > dataroom/a.md; "
                                                "mkdir -p notes/sub && touch notes/sub/x && rm -r notes && echo cleaned"})
     assert "cleaned" in out.text  # folders of the command's own can be removed at every level
     assert sorted(p.name for p in work.iterdir()) == [".searchbox", "dataroom"]
@@ -169,7 +169,7 @@ def test_a_job_ends_within_its_inode_budget(level: str, work: Path) -> None:
 
 def test_the_bash_tool_says_what_went_past_the_budget(work: Path) -> None:
     ctx = ToolContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=16 * 2**20))
-    out = REGISTRY.run(ctx, "bash", {"command": "fallocate -l 10M a.bin; fallocate -l 12M b.bin"})
+    out = REGISTRY["bash"].run(ctx, {"command": "fallocate -l 10M a.bin; fallocate -l 12M b.bin"})
     assert out.is_error and "removed what this command wrote past that (b.bin)" in out.text
     assert (work / "a.bin").exists() and not (work / "b.bin").exists()
 
@@ -177,7 +177,7 @@ def test_the_bash_tool_says_what_went_past_the_budget(work: Path) -> None:
 def test_a_full_budget_is_said_before_writes_fail(work: Path) -> None:
     (work / "old.bin").write_bytes(b"x" * 2 * 2**20)
     ctx = ToolContext(work, SourceLedger(), SandboxConfig(job_disk_bytes=2**20))
-    out = REGISTRY.run(ctx, "bash", {"command": "echo note > note.txt"})
+    out = REGISTRY["bash"].run(ctx, {"command": "echo note > note.txt"})
     assert "its whole budget (1 MB): no file can grow until some are removed" in out.text
     assert (work / "old.bin").exists()  # older files are the job's own: never removed
 
@@ -213,10 +213,10 @@ def test_a_swapped_searchbox_link_never_makes_the_app_touch_a_host_file(work: Pa
     (host / "bash-1.log").write_text("a host file")
     (host / "bash-2.log").write_text("another host file")
     ctx = ToolContext(work, SourceLedger(), SandboxConfig(level="namespaces"))
-    swap = REGISTRY.run(ctx, "bash", {"command": f"rm -rf .searchbox && ln -s {host} .searchbox && echo swapped"})
+    swap = REGISTRY["bash"].run(ctx, {"command": f"rm -rf .searchbox && ln -s {host} .searchbox && echo swapped"})
     assert swap.text.startswith("swapped")
     assert (host / "bash-1.log").read_text() == "a host file"  # the spill was discarded through its folder handle
-    after = REGISTRY.run(ctx, "bash", {"command": "seq 1 3000"})  # spills: must not write through the link
+    after = REGISTRY["bash"].run(ctx, {"command": "seq 1 3000"})  # spills: must not write through the link
     assert f"work/.searchbox was a link to '{host}'; it was replaced by an empty folder" in after.text
     assert sorted(p.name for p in host.iterdir()) == ["bash-1.log", "bash-2.log"]
     assert (host / "bash-2.log").read_text() == "another host file"
@@ -228,7 +228,7 @@ def test_a_searchbox_beyond_repair_is_said_clearly(work: Path) -> None:
     (work / ".searchbox" / "tmp").write_text("a file where TMPDIR must be")
     (work / ".searchbox").chmod(0o555)  # the app runs as root: make the repair fail another way if so
     try:
-        out = REGISTRY.run(ToolContext(work, SourceLedger()), "bash", {"command": "echo hi"})
+        out = REGISTRY["bash"].run(ToolContext(work, SourceLedger()), {"command": "echo hi"})
     finally:
         (work / ".searchbox").chmod(0o755)
     if os.geteuid() == 0:  # root repairs through the folder's mode: it did, and said so
@@ -367,7 +367,7 @@ def test_unconfined_bash_is_for_an_operator_only(tmp_path: Path, work: Path) -> 
     host_file.write_text("a host secret")
     read_it = {"command": f"cat {host_file}"}
     public = Settings.resolve(env={}, bash_sandbox="off")
-    out = REGISTRY.run(context_for(public, work, SourceLedger()), "bash", read_it)
+    out = REGISTRY["bash"].run(context_for(public, work, SourceLedger()), read_it)
     assert "a host secret" not in out.text  # bash ran confined, or not at all
     toolbox = RunToolbox(Workspace.create(tmp_path / "job", BUILTIN_DATAROOM, public), public)
     record = toolbox.sandbox_level.record()  # what the run's run_meta.json records
@@ -376,4 +376,4 @@ def test_unconfined_bash_is_for_an_operator_only(tmp_path: Path, work: Path) -> 
     assert toolbox.notes and "BASH_SANDBOX=off refused" in toolbox.notes[0]  # and the run's feed says so
     operator = public.with_overrides(searchbox_operator=True)
     assert for_settings(operator).name == "off"
-    assert "a host secret" in REGISTRY.run(context_for(operator, work, SourceLedger()), "bash", read_it).text
+    assert "a host secret" in REGISTRY["bash"].run(context_for(operator, work, SourceLedger()), read_it).text

@@ -109,7 +109,7 @@ def _real(job: Job, path: str) -> str:
 
 
 def _call(job: Job, name: str, **args: Any) -> ToolResult:
-    output = REGISTRY.run(job.ctx, name, args)
+    output = REGISTRY[name].run(job.ctx, args)
     assert isinstance(output, ToolResult) and output.text
     return output
 

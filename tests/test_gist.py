@@ -11,7 +11,7 @@ from searchbox.tools.tool import ToolContext, ToolResult
 
 
 def gist(ctx: ToolContext, name: str, args: dict) -> str:
-    return REGISTRY.run(ctx, name, args).one_line()
+    return REGISTRY[name].run(ctx, args).one_line()
 
 
 def test_gists_say_what_each_call_found(tool_context: ToolContext, small_work: Path) -> None:
@@ -46,6 +46,6 @@ def test_a_paths_filter_that_matches_nothing_searches_everything_and_says_why(to
 
 
 def test_a_search_whose_arguments_were_clamped_still_says_what_it_found(tool_context) -> None:
-    result = REGISTRY.run(tool_context, "keyword_search", {"query": "lease", "k": 999})
+    result = REGISTRY["keyword_search"].run(tool_context, {"query": "lease", "k": 999})
     assert result.details["argument_notes"] == ["'k' clamped from 999 to 50"]
     assert result.one_line() == "1 hits in 1 file: lease.txt"

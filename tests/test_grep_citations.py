@@ -46,7 +46,7 @@ def ctx(work: Path) -> ToolContext:
 
 
 def grep(ctx: ToolContext, **args: Any) -> ToolResult:
-    out = REGISTRY.run(ctx, "grep", args)
+    out = REGISTRY["grep"].run(ctx, args)
     assert not out.is_error, out.text
     return out
 
@@ -67,7 +67,7 @@ def test_each_shown_match_in_the_dataroom_is_a_cited_line_range(ctx: ToolContext
     assert everywhere.text == "notes.md:1:Harbour notes of my own" and everywhere.sources == []
     # The same range grepped again, or read, is the same source.
     assert grep(ctx, pattern="Harbour", glob="*.txt").text.startswith("[s1] ")
-    assert REGISTRY.run(ctx, "read", {"path": "dataroom/legal/lease.txt", "limit": 1}).sources == ["s1"]
+    assert REGISTRY["read"].run(ctx, {"path": "dataroom/legal/lease.txt", "limit": 1}).sources == ["s1"]
     assert len(ctx.ledger.sources()) == 1
 
 
@@ -113,7 +113,7 @@ def test_a_match_in_a_document_cites_the_lines_read_shows(ctx: ToolContext, docu
     cited = source(ctx, out.sources[0])
     assert row.startswith(f"[{cited['id']}] dataroom/{document}:{cited['start']}:")
     # Reading exactly that range shows the matched line and is the same source.
-    read = REGISTRY.run(ctx, "read", {"path": f"dataroom/{document}", "offset": cited["start"], "limit": 1})
+    read = REGISTRY["read"].run(ctx, {"path": f"dataroom/{document}", "offset": cited["start"], "limit": 1})
     assert read.sources == [cited["id"]] and read.text.splitlines()[1] == row.split(":", 2)[2]
     assert "Harbour office" in cited["preview"]
 

@@ -180,7 +180,7 @@ def test_a_literal_is_shown_as_written() -> None:
 def test_the_programs_line_of_a_bash_call_is_inert(tmp_path: Path) -> None:
     """A program named like a tag: its name, parsed from the command line, is on the programs line."""
     command = f"'<img src=https:{HOST}>' 2>/dev/null; echo done"
-    result = REGISTRY.run(ToolContext(tmp_path, SourceLedger()), "bash", {"command": command})
+    result = REGISTRY["bash"].run(ToolContext(tmp_path, SourceLedger()), {"command": command})
     assert result.details["programs"][0] == f"<img src=https:{HOST}>"
     feed = Feed("q")
     feed.add(ToolStart(turn=1, step=1, call_id="c", name="bash", arguments={"command": command}))
@@ -291,7 +291,7 @@ def test_terminal_control_codes_are_stripped(case: str) -> None:
 
 def test_bash_output_reaches_the_model_without_control_codes(tmp_path: Path) -> None:
     command = r"printf '\033[2J\033]0;pwned\007\033[31mred\033[0m\rover\n\302\233m\342\200\256x\n'; printf 'tail\n' >&2"
-    result = REGISTRY.run(ToolContext(tmp_path, SourceLedger()), "bash", {"command": command})
+    result = REGISTRY["bash"].run(ToolContext(tmp_path, SourceLedger()), {"command": command})
     assert result.text == "redover\nx\ntail" and not result.is_error
 
 

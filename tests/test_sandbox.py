@@ -67,17 +67,17 @@ def test_long_output_keeps_the_tail_and_spills_everything(work: Path) -> None:
 
 def test_bash_tool_keeps_the_tail_and_names_the_spill_file(work: Path) -> None:
     ctx = ToolContext(work, SourceLedger())
-    out = REGISTRY.run(ctx, "bash", {"command": "seq 1 5000"})
+    out = REGISTRY["bash"].run(ctx, {"command": "seq 1 5000"})
     lines = out.text.splitlines()
     assert not out.is_error and lines[0] == "3001" and lines[-3] == "5000"
     assert lines[-1] == "[Showing lines 3001-5000 of 5000. Full output: .searchbox/bash-1.log]"
     assert (work / ".searchbox" / "bash-1.log").read_text() == "".join(f"{n}\n" for n in range(1, 5001))
     assert out.details["spill_file"] == ".searchbox/bash-1.log" and out.details["programs"] == ["seq"]
-    short = REGISTRY.run(ctx, "bash", {"command": "cd dataroom && pwd | grep -c work; false"})
+    short = REGISTRY["bash"].run(ctx, {"command": "cd dataroom && pwd | grep -c work; false"})
     assert short.is_error and short.text == "1\n\nCommand exited with code 1"
     assert short.details["programs"] == ["cd", "pwd", "grep", "false"] and short.details["exit_code"] == 1
     assert sorted(p.name for p in (work / ".searchbox").glob("*.log")) == ["bash-1.log"]  # no spill when short
-    assert REGISTRY.run(ctx, "bash", {"command": "true"}).text == "(no output)"
+    assert REGISTRY["bash"].run(ctx, {"command": "true"}).text == "(no output)"
 
 
 def test_timeout_kills_the_whole_group(work: Path) -> None:
@@ -99,7 +99,7 @@ def test_background_children_do_not_outlive_the_command(work: Path) -> None:
 
 
 def test_bash_tool_reports_a_timeout(work: Path) -> None:
-    out = REGISTRY.run(ToolContext(work, SourceLedger()), "bash", {"command": "sleep 30", "timeout": 1})
+    out = REGISTRY["bash"].run(ToolContext(work, SourceLedger()), {"command": "sleep 30", "timeout": 1})
     assert out.is_error and out.text == "Command timed out after 1 seconds" and out.details["timed_out"]
 
 

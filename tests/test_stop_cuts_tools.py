@@ -172,7 +172,7 @@ def test_a_cut_ends_a_long_ripgrep_search(tmp_path: Path) -> None:
         token.request("paused")
 
     threading.Thread(target=pause_soon, daemon=True).start()
-    output = REGISTRY.run(context, "grep", {"pattern": "needle", "path": "huge.bin"})
+    output = REGISTRY["grep"].run(context, {"pattern": "needle", "path": "huge.bin"})
     assert time.monotonic() - asked[0] < BOUND_S
     assert output.ended == "cut_by_pause" and output.is_error
     assert "grep was cut before it finished: the run was paused" in output.text
@@ -291,9 +291,9 @@ def test_a_paused_search_records_its_cut_and_is_not_run_again_on_resume(tmp_path
 def test_a_command_that_ends_by_itself_is_recorded_completed(tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / "dataroom").mkdir(parents=True)
-    output = REGISTRY.run(ToolContext(work, SourceLedger(), cancel=CancelToken()), "bash", {"command": "echo hi"})
+    output = REGISTRY["bash"].run(ToolContext(work, SourceLedger(), cancel=CancelToken()), {"command": "echo hi"})
     assert (output.ended, output.text) == ("completed", "hi")
-    timed = REGISTRY.run(ToolContext(work, SourceLedger(), cancel=CancelToken()), "bash",
+    timed = REGISTRY["bash"].run(ToolContext(work, SourceLedger(), cancel=CancelToken()),
                         {"command": "sleep 30", "timeout": 1})
     assert timed.ended == "timed_out"
 

@@ -62,12 +62,12 @@ def test_fifos_are_refused_at_once_by_every_tool(ctx: ToolContext, work: Path) -
         "read": {"path": "pipe"},
     }
     for name, args in calls.items():
-        out = at_once(lambda: REGISTRY.run(ctx, name, args), fifo)
+        out = at_once(lambda: REGISTRY[name].run(ctx, args), fifo)
         assert out.is_error and "'pipe' is a FIFO (named pipe), not a regular file" in out.text, (name, out.text)
     # A folder holding a FIFO is still searched and listed; the FIFO is never opened.
-    assert at_once(lambda: REGISTRY.run(ctx, "grep", {"pattern": "note"}), fifo).text == "notes.md:1:a note"
-    assert "pipe" not in at_once(lambda: REGISTRY.run(ctx, "find", {"pattern": "*"}), fifo).text
-    assert at_once(lambda: REGISTRY.run(ctx, "ls", {}), fifo).text.splitlines() == ["dataroom/", "notes.md", "pipe"]
+    assert at_once(lambda: REGISTRY["grep"].run(ctx, {"pattern": "note"}), fifo).text == "notes.md:1:a note"
+    assert "pipe" not in at_once(lambda: REGISTRY["find"].run(ctx, {"pattern": "*"}), fifo).text
+    assert at_once(lambda: REGISTRY["ls"].run(ctx, {}), fifo).text.splitlines() == ["dataroom/", "notes.md", "pipe"]
 
 
 def test_write_to_a_fifo_with_a_reader_sends_it_nothing(ctx: ToolContext, work: Path) -> None:
@@ -75,7 +75,7 @@ def test_write_to_a_fifo_with_a_reader_sends_it_nothing(ctx: ToolContext, work: 
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, as a background `cat pipe &` would be
     try:
-        out = at_once(lambda: REGISTRY.run(ctx, "write", {"path": "pipe", "content": "secret"}), fifo)
+        out = at_once(lambda: REGISTRY["write"].run(ctx, {"path": "pipe", "content": "secret"}), fifo)
         assert out.is_error and "is a FIFO" in out.text
         assert os.read(reader, 100) == b""  # nothing was written, and the writer is gone
     finally:
@@ -89,7 +89,7 @@ def test_sockets_are_refused(ctx: ToolContext, work: Path) -> None:
         for name, args in {"read": {"path": "sock"}, "grep": {"pattern": "x", "path": "sock"},
                            "edit": {"path": "sock", "edits": [{"oldText": "a", "newText": "b"}]},
                            "write": {"path": "sock", "content": "x"}}.items():
-            out = REGISTRY.run(ctx, name, args)
+            out = REGISTRY[name].run(ctx, args)
             assert out.is_error and "'sock' is a socket, not a regular file" in out.text, (name, out.text)
     finally:
         server.close()
@@ -108,7 +108,7 @@ peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 rows = {}
 for name, args in json.loads(sys.argv[2]).items():
     before = peak()
-    out = REGISTRY.run(ctx, name, args)
+    out = REGISTRY[name].run(ctx, args)
     rows[name] = {"grew_mb": peak() - before, "error": out.is_error, "head": out.text[:300], "tail": out.text[-300:]}
 print(json.dumps(rows))
 """
@@ -148,7 +148,7 @@ def test_a_sparse_giant_never_enters_the_apps_memory(work: Path, sparse_giant: P
 def test_grep_shows_the_start_of_an_overlong_line_with_its_number(ctx: ToolContext, work: Path) -> None:
     # Quotes, backslashes and two-byte characters: the line's JSON is cut mid-escape and mid-character.
     (work / "wide.txt").write_text("first\n" + 'é"\\' * 60_000 + " needle\nlast needle\n")
-    out = REGISTRY.run(ctx, "grep", {"pattern": "needle", "path": "wide.txt"})
+    out = REGISTRY["grep"].run(ctx, {"pattern": "needle", "path": "wide.txt"})
     rows = out.text.splitlines()
     assert rows[0] == "wide.txt:2:" + ('é"\\' * 200)[:MAX_LINE_CHARS] + " [... line cut]", rows[0][:80]
     assert rows[1] == "wide.txt:3:last needle" and out.details["matches"] == 2
@@ -160,9 +160,9 @@ def test_ls_never_follows_links(ctx: ToolContext, work: Path) -> None:
     (work / "loop").symlink_to("loop")
     (work / "ping").symlink_to("pong")
     (work / "pong").symlink_to("ping")
-    out = REGISTRY.run(ctx, "ls", {})
+    out = REGISTRY["ls"].run(ctx, {})
     assert not out.is_error, out.text
     assert out.text.splitlines() == ["dataroom/", "etc", "guess", "loop", "notes.md", "ping", "pong"]
-    inside = REGISTRY.run(ctx, "ls", {"path": "loop"})
+    inside = REGISTRY["ls"].run(ctx, {"path": "loop"})
     assert inside.is_error and inside.text == "'loop' is a symbolic link loop"  # and no host path
-    assert REGISTRY.run(ctx, "read", {"path": "ping"}).text == "'ping' is a symbolic link loop"
+    assert REGISTRY["read"].run(ctx, {"path": "ping"}).text == "'ping' is a symbolic link loop"

@@ -124,11 +124,11 @@ def test_builtins_cut_at_the_limit_and_say_how_to_read_on(tmp_path: Path) -> Non
     (work / "dataroom").mkdir(parents=True)
     (work / "dataroom" / "long.txt").write_text("".join(f"line {n}: {'x' * 60}\n" for n in range(1, 501)))
     ctx = ToolContext(work, SourceLedger(), max_bytes=2048)
-    read = REGISTRY.run(ctx, "read", {"path": "dataroom/long.txt"})
+    read = REGISTRY["read"].run(ctx, {"path": "dataroom/long.txt"})
     assert len(read.text.encode()) < 2048 + 300
     last = read.details["last_line"]
     assert 20 <= last < 40 and f"Use offset={last + 1} to continue" in read.text and "(2KB limit)" in read.text
-    grep = REGISTRY.run(ctx, "grep", {"pattern": "line", "path": "dataroom", "limit": 1000})
+    grep = REGISTRY["grep"].run(ctx, {"pattern": "line", "path": "dataroom", "limit": 1000})
     assert "2000 lines or 2KB, whichever comes first output limit reached" in grep.text
-    bash = REGISTRY.run(ctx, "bash", {"command": "cat dataroom/long.txt"})
+    bash = REGISTRY["bash"].run(ctx, {"command": "cat dataroom/long.txt"})
     assert "line 500:" in bash.text and "line 1:" not in bash.text and "(2KB limit)" in bash.text

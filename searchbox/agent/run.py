@@ -27,13 +27,9 @@ from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
 
 
-def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
-    engine = workspace.loaded_engine  # only what this run actually loaded
-    loads = {}
-    if engine is not None and engine.encoder.report is not None:
-        loads["embed"] = engine.encoder.report.as_dict()
-    if engine is not None and engine.rerank_report is not None:
-        loads["rerank"] = engine.rerank_report.as_dict()
+def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
+    """What run_meta.json says of the run's setup: fixed for the run, so taken once at its start (what the
+    retrieval loads, which a run learns as it goes, the recording asks the workspace at each write)."""
     return {
         "harness": harness_record(settings),
         "model_id": model.model_id,
@@ -42,7 +38,6 @@ def run_info(workspace: Workspace, toolbox: RunToolbox, model: ChatModel, settin
             "llm": "openai" if settings.llama_url else "llamacpp",
             "embed": {"backend": settings.embed_backend, "model": settings.embed_model},
             "rerank": {"backend": settings.rerank_backend, "model": settings.rerank_model},
-            "loaded": loads,
         },
         "derived": settings.derived_config(),  # limits fitted to the model, not set by the user
         "airgap": toolbox.sandbox_level.airgap,
@@ -70,8 +65,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
         folder.write_config(settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     toolbox = RunToolbox(workspace, settings)
-    recording = RunRecording(workspace, RunRecorder(job_dir, settings),
-                             lambda: run_info(workspace, toolbox, model, settings))
+    recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings))
     bus = EventBus(folder.events, [recording, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))

@@ -61,7 +61,12 @@ class RunToolbox:
         return self.workspace.source_texts(ids)
 
     def call(self, name: str, arguments: dict[str, Any] | None, parse_error: str | None) -> ToolResult:
+        """Run one offered tool by name; a name not on offer gets an error result that lists those that are."""
         if parse_error:
             return ToolResult.error(f"The arguments of {name} could not be parsed ({parse_error}). "
                                     "Call the tool again with a valid JSON object.", parse_error=parse_error)
-        return self.tools.run(self.context, name, arguments)
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolResult.error(f"There is no tool named '{name}'. Available tools: {', '.join(self.tools)}.",
+                                    unknown_tool=name)
+        return tool.run(self.context, arguments)

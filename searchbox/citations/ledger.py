@@ -42,6 +42,9 @@ class SourceLedger:
         return self._add(("range", path, first_line, last_line), kind="range", path=path,
                          start=first_line, end=last_line, preview=text[:300])
 
+    def __len__(self) -> int:
+        return len(self._by_key)
+
     def sources(self) -> list[Source]:
         with self._lock:
             return list(self._by_key.values())

@@ -2,9 +2,10 @@
 timing.json at each turn end and at the stop, answer snapshots when the answer changed. A resumed run
 adds to what the records already hold.
 
-A writer only: it counts the loop's events it is handed (tools, programs, timing) and writes what its
-owner gives it besides (the parts of run_meta.json the events do not hold: the answer's checked
-citations, the model and backends). It calls nothing back (agent/recording.py is its owner)."""
+A writer only: it writes what its owner gives it, the turn's or the stop's event, the run's counts of the
+events so far (records/stats.py: tools, programs, timing) and the parts of run_meta.json the events do not
+hold (the answer's checked citations, the model and backends). It calls nothing back (agent/recording.py
+is its owner)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from searchbox.records.events import DONE_REASONS, Event, Stop, TurnEnd, load_events
+from searchbox.records.events import DONE_REASONS, Stop, TurnEnd
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.stats import RunStats
 from searchbox.settings import Settings
@@ -23,30 +24,21 @@ class RunRecorder:
     def __init__(self, job_dir: Path, settings: Settings) -> None:
         self.folder = JobFolder(job_dir)
         self.settings = settings
-        # From the events the job recorded, not from timing.json: a run killed mid-turn recorded its
-        # tool calls as events but wrote no timing.json after them.
-        self.stats = RunStats()
-        for event in load_events(job_dir):
-            self.stats.add(event)
         self.tokens: dict[str, int] = {}
         self.turns = 0
         self._answer_hash = self._hash_answer()
 
-    def add(self, event: Event) -> None:
-        """Count one of the run's events."""
-        self.stats.add(event)
+    def turn_end(self, event: TurnEnd, stats: RunStats, meta: dict[str, Any]) -> None:
+        """The turn's line and answer snapshot, and timing.json and run_meta.json with `meta` in it."""
+        self._turn_end(event, stats)
+        self._write_meta(None, stats, meta)
 
-    def turn_end(self, event: TurnEnd, meta: dict[str, Any]) -> None:
-        """The turn's line and answer snapshot, and run_meta.json with `meta` in it."""
-        self._turn_end(event)
-        self._write_meta(None, meta)
-
-    def stop(self, event: Stop, meta: dict[str, Any]) -> None:
+    def stop(self, event: Stop, stats: RunStats, meta: dict[str, Any]) -> None:
         self.turns = max(self.turns, event.turns)
         self.tokens = event.tokens or self.tokens
-        self._write_meta(event.reason, meta)
+        self._write_meta(event.reason, stats, meta)
 
-    def _turn_end(self, event: TurnEnd) -> None:
+    def _turn_end(self, event: TurnEnd, stats: RunStats) -> None:
         self.turns = event.turn
         self.tokens = event.tokens
         data = self.folder.answer_bytes()
@@ -61,7 +53,7 @@ class RunRecorder:
         self.folder.append_turn({
             "turn": event.turn,
             "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "elapsed_s": round(self.stats.wall_ms / 1000, 3),
+            "elapsed_s": round(stats.wall_ms / 1000, 3),
             "budget": self.settings.turn_budget,
             "budget_used_pct": round(100 * event.turn / self.settings.turn_budget, 1),
             "token_metric": metric,
@@ -77,8 +69,8 @@ class RunRecorder:
         data = self.folder.answer_bytes()
         return hashlib.sha256(data).hexdigest() if data is not None else None
 
-    def _write_meta(self, stop_reason: str | None, meta: dict[str, Any]) -> None:
-        self.folder.write_timing(self.stats.timing())
+    def _write_meta(self, stop_reason: str | None, stats: RunStats, meta: dict[str, Any]) -> None:
+        self.folder.write_timing(stats.timing())
         self.folder.write_meta({
             "stop_reason": stop_reason,
             "done": stop_reason in DONE_REASONS,
@@ -86,11 +78,11 @@ class RunRecorder:
             "budget": self.settings.turn_budget,
             "force_budget": self.settings.force_budget,
             "tokens": self.tokens,
-            "tool_calls": sum(self.stats.tools.values()),
-            "tool_counts": dict(self.stats.tools),
-            "bash_programs": dict(self.stats.programs),
-            "assist_firings": {name: self.stats.assists[name] for name in self.settings.assists},
-            "elapsed_seconds": round(self.stats.wall_ms / 1000, 3),
+            "tool_calls": sum(stats.tools.values()),
+            "tool_counts": dict(stats.tools),
+            "bash_programs": dict(stats.programs),
+            "assist_firings": {name: stats.assists[name] for name in self.settings.assists},
+            "elapsed_seconds": round(stats.wall_ms / 1000, 3),
             **meta,
             "config": self.settings.as_config(),
         })

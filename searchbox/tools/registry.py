@@ -1,7 +1,7 @@
 """Every tool in one registry: the seven built-ins, then the catalog tools.
 
-The one place that answers a call to a tool that is not there, picks the tools a run offers
-(SEARCHBOX_TOOLS for the catalog; bash only where a sandbox level allows it), and writes catalog.json,
+It picks the tools a run offers (SEARCHBOX_TOOLS for the catalog; bash only where a sandbox level
+allows it; the run's toolbox, agent/toolbox.py, calls them by name), and writes catalog.json,
 the published list of what the catalog offers (`python -m searchbox.tools.registry`; a test checks it
 is up to date).
 """
@@ -16,7 +16,7 @@ from typing import Any
 from searchbox.settings import SettingsError
 from searchbox.tools.builtin import BUILTIN_TOOLS
 from searchbox.tools.catalog import CATALOG_TOOLS
-from searchbox.tools.tool import Tool, ToolContext, ToolResult
+from searchbox.tools.tool import Tool
 
 CATALOG_PATH = Path(__file__).with_name("catalog.json")
 
@@ -35,14 +35,6 @@ class ToolRegistry(Mapping[str, Tool]):
 
     def __len__(self) -> int:
         return len(self._tools)
-
-    def run(self, ctx: ToolContext, name: str, raw_args: dict[str, Any] | None) -> ToolResult:
-        """Run one tool by name; a name that is not here gets an error result that lists those that are."""
-        tool = self._tools.get(name)
-        if tool is None:
-            return ToolResult.error(f"There is no tool named '{name}'. Available tools: {', '.join(self)}.",
-                                    unknown_tool=name)
-        return tool.run(ctx, raw_args)
 
     def schemas(self, descriptions: str = "full") -> list[dict[str, Any]]:
         """The OpenAI function-calling schemas (TOOL_DESCRIPTIONS: full or brief)."""

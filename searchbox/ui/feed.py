@@ -67,8 +67,7 @@ class Feed:
             case StepEnd():
                 self._step_end(event)
             case ToolStart(call_id=call_id, name=name, arguments=arguments, raw_arguments=raw):
-                self._tools[call_id] = self._append(_arguments_block(name, arguments, raw),
-                                                    title=_tool_title(name, arguments), status="pending")
+                self._tools[call_id] = self._tool_message(name, arguments, raw)
             case ToolEnd():
                 self._tool_end(event)
             case TurnEnd(seconds=seconds) if self._turn is not None:
@@ -118,12 +117,17 @@ class Feed:
             self._append(inert.markdown(text))
         self._close_streams()
 
+    def _tool_message(self, name: str, arguments: dict[str, Any], raw: str | None) -> Message:
+        """A call's message as its start opens it: its arguments, titled by the tool and their gist."""
+        return self._append(_arguments_block(name, arguments, raw), title=_tool_title(name, arguments),
+                            status="pending")
+
     def _tool_end(self, event: ToolEnd) -> None:
-        name, arguments, details = event.name, event.arguments, event.details
-        message = self._tools.pop(event.call_id, None)
-        if message is None:  # a feed that joined mid-run, or a replay missing its start
-            message = self._append("", title="")
-        parts = [_arguments_block(name, arguments, event.raw_arguments)]
+        name, details = event.name, event.details
+        # The message the call's start opened; a feed that joined mid-run, or a replay missing the start,
+        # opens it here.
+        message = self._tools.pop(event.call_id, None) or self._tool_message(name, event.arguments, event.raw_arguments)
+        parts = [message["content"]]
         log = None
         # A pause, a stop or a time limit of the run cut the call (cut_by_pause -> "cut by pause").
         cut = event.ended.replace("_", " ") if event.ended.startswith("cut_by_") else None
@@ -137,8 +141,8 @@ class Feed:
         log = cut or event.gist or log
         parts.append(_fenced(_clip(event.preview)))
         message["content"] = "\n\n".join(parts)
-        title = inert.markdown(_tool_title(name, arguments))
-        message["metadata"]["title"] = f"⚠ {title}" if event.is_error else title
+        if event.is_error:
+            message["metadata"]["title"] = f"⚠ {message['metadata']['title']}"
         if log:
             message["metadata"]["log"] = log
         self._done(message, round(event.duration_ms / 1000, 2))
