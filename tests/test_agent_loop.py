@@ -275,20 +275,27 @@ def test_a_stream_that_drops_midway_is_retried(job, tmp_path: Path) -> None:
     assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "31 March 2029."
 
 
-def test_pause_then_resume_continues_from_the_session(job, tmp_path: Path) -> None:
+def paused_after_first_tool(job: tuple[Path, Path], endpoint: ScriptedEndpoint,
+                            tmp_path: Path) -> tuple[Path, Settings, OpenAIClient]:
+    """A new job run until its first tool ended, then paused: its folder, settings and client, to resume with."""
     control = RunControl()
 
-    def pause_after_first_tool(event: Event) -> None:
+    def pause(event: Event) -> None:
         if event.type == "tool_end":
             control.request("paused")
 
+    job_dir, source = job
+    settings = make_settings(tmp_path, endpoint.url)
+    create_job(job_dir, QUESTION, source, settings)
+    client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
+    assert run_job(job_dir, settings, client, [pause], control) == "paused"
+    return job_dir, settings, client
+
+
+def test_pause_then_resume_continues_from_the_session(job, tmp_path: Path) -> None:
     script = [Reply(tool_calls=[call("ls")]), Reply(tool_calls=[call("grep", pattern="Harbour")]), Reply(text="Ends 31 March 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
-        job_dir, source = job
-        settings = make_settings(tmp_path, endpoint.url)
-        create_job(job_dir, QUESTION, source, settings)
-        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
-        assert run_job(job_dir, settings, client, [pause_after_first_tool], control) == "paused"
+        job_dir, settings, client = paused_after_first_tool(job, endpoint, tmp_path)
         assert read_json(job_dir / "run_meta.json")["stop_reason"] == "paused"
         assert run_job(job_dir, settings, client) == "first_turn_done"
         resumed_request = endpoint.requests[1].body["messages"]
@@ -311,19 +318,9 @@ def test_the_prompts_date_is_recorded_and_kept_when_a_run_resumes_on_another_day
             return cls.day
 
     monkeypatch.setattr(run_module.dt, "date", Clock)
-    control = RunControl()
-
-    def pause_after_first_tool(event: Event) -> None:
-        if event.type == "tool_end":
-            control.request("paused")
-
     script = [Reply(tool_calls=[call("ls")]), Reply(text="Ends 31 March 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
-        job_dir, source = job
-        settings = make_settings(tmp_path, endpoint.url)
-        create_job(job_dir, QUESTION, source, settings)
-        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
-        assert run_job(job_dir, settings, client, [pause_after_first_tool], control) == "paused"
+        job_dir, settings, client = paused_after_first_tool(job, endpoint, tmp_path)
         Clock.day = dt.date(2026, 12, 3)  # resumed the next day
         assert run_job(job_dir, settings, client) == "first_turn_done"
         systems = [request.body["messages"][0]["content"] for request in endpoint.requests]
