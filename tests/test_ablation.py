@@ -180,6 +180,33 @@ def test_a_stopped_sweep_resumes_where_it_left_off(mode: str, baseline: Path, en
     assert starts == ([False, True] if mode == "clean_stop" else [False])
 
 
+def test_every_run_of_a_sweep_names_the_day_it_started_also_when_resumed_the_next_day(
+        endpoint: ScriptedEndpoint, dataroom: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+
+    import searchbox.evaluation.sweep as sweep_module
+
+    class Clock(dt.date):
+        day = dt.date(2026, 12, 2)
+
+        @classmethod
+        def today(cls) -> dt.date:
+            return cls.day
+
+    monkeypatch.setattr(sweep_module.dt, "date", Clock)
+    matrix, base, out = parse_matrix(MATRIX), base_settings(cache, endpoint.url), tmp_path / "sweep"
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn("after_run"))
+    Clock.day = dt.date(2026, 12, 3)
+    run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn())
+    assert read_json(out / "sweep.json")["base_config"]["PROMPT_DATE"] == "2026-12-02"
+    days = {read_json(row_dir / "config.json")["PROMPT_DATE"] for row_dir in (out / "runs").glob("*/*")}
+    assert days == {"2026-12-02"}
+    # Set, it is the sweep's day, and resuming with another is refused like any other base knob.
+    with pytest.raises(MatrixError, match="other base knobs \\(PROMPT_DATE\\)"):
+        run_sweep(matrix, QUESTIONS, dataroom, out, base.with_overrides(prompt_date="2026-12-04"))
+
+
 def test_two_endpoints_share_the_runs_and_give_the_serial_results(baseline: Path, dataroom: Path, cache: Path,
                                                                   tmp_path: Path) -> None:
     with ScriptedEndpoint(default=answer_from_content) as one, ScriptedEndpoint(default=answer_from_content) as two:

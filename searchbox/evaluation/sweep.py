@@ -23,7 +23,9 @@ Resuming: the same sweep started again into the same folder skips each (entry, q
 has a row, or whose job folder holds a finished run (the row is rebuilt from its records). An unfinished
 job folder that stopped cleanly (paused / interrupted: its records are whole) resumes from its
 session; one cut off mid-run (a kill: run_meta.json shows no stop, the lost part's counters are
-gone) is removed and run afresh, so every row measures one whole run.
+gone) is removed and run afresh, so every row measures one whole run. Every run of a sweep names one day in
+its prompt (PROMPT_DATE, else the day the sweep first started, kept in sweep.json's base knobs), so a sweep
+resumed days later still compares like with like.
 
 Engines (docs/sweeps.md): `thread` runs every cell in this process, `ray` each cell as one task on a
 Ray cluster (evaluation/sweep_ray.py); either way this driver alone writes the sweep folder, so the
@@ -104,6 +106,7 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
     `engine` defaults to this process's threads (ThreadEngine over `run_fn`)."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    base = _one_prompt_day(out, base)
     settings = {entry.name: entry.settings(base) for entry in matrix}  # every entry checked before any run
     for question in questions:
         if not SAFE_NAME.match(question["id"]):
@@ -318,6 +321,16 @@ def _completed_rows(out: Path, cells: list[Cell], judge: ChatModel | None) -> di
         elif _finished(job_dir):  # finished, but killed before its row was written
             rows[key] = build_row(entry, question, job_dir, out, repeat, judge)
     return rows
+
+
+def _one_prompt_day(out: Path, base: Settings) -> Settings:
+    """Every run of a sweep names one day in its prompt, also the runs resumed days later: the day the
+    sweep first started, unless PROMPT_DATE is set (seeded runs of two days differ by their prompt)."""
+    if base.prompt_date:
+        return base
+    previous = read_json(out / SWEEP)
+    started_on = (previous.get("base_config") or {}).get("PROMPT_DATE") if isinstance(previous, dict) else None
+    return base.with_overrides(prompt_date=started_on or dt.date.today().isoformat())
 
 
 def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings, questions: list[Question]) -> None:
