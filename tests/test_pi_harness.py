@@ -8,6 +8,8 @@ deterministic; tests/test_pi_real_model.py runs Pi against the packaged model.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import json
 import os
 import threading
@@ -127,6 +129,21 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
     assert meta["tokens"]["input"] == 4 * 12 and meta["tokens"]["output"] == 4 * 5
     assert list((tmp_path / "pi" / "pi" / "sessions").glob("*.jsonl"))
     assert not (tmp_path / "pi" / "pi" / "tools.sock").exists(), "the tool server outlived the run"
+
+@needs_pi
+@pytest.mark.slow
+def test_under_pi_prompt_date_reaches_the_task_block_and_the_feed_says_pis_own_date_stays(tmp_path: Path) -> None:
+    with ScriptedEndpoint([Reply(text="It ends in 2029.")]) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                             prompt_date="2020-01-31")
+        job = _job(tmp_path, "dated", settings)
+        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
+        assert run_job(job, settings, client) == "first_turn_done"
+        client.close()
+        system = endpoint.requests[0].body["messages"][0]["content"]
+    assert "Today's date: 2020-01-31." in system and f"Current date: {dt.date.today().isoformat()}" in system
+    notices = [e.message for e in read_events(job / "events.jsonl") if isinstance(e, Notice)]
+    assert any("Pi's own prompt names this machine's date" in n and "2020-01-31" in n for n in notices), notices
 
 
 @needs_pi

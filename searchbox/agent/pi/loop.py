@@ -15,6 +15,7 @@ searchbox's typed events; token totals are summed from Pi's session file.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import queue
@@ -120,7 +121,12 @@ class PiLoop:
         server = ToolServer(self.paths.socket, token, self._submit)
         stack.callback(server.close)
         bash = "bash" in self.toolbox.names
-        argv = pi_argv(self.paths, model_id, task_block(prompt_day(self.settings.prompt_date), bash=bash, quotes=self.settings.citation_quotes),
+        day = prompt_day(self.settings.prompt_date)
+        if day != dt.date.today():
+            self.bus.emit(Notice(level="warning", message=(
+                f"Pi's own prompt names this machine's date, {dt.date.today().isoformat()}, and PROMPT_DATE "
+                f"{day.isoformat()} reaches only the task block appended to it: a Pi run repeats only on the day it ran")))
+        argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes),
                        self.paths.session_file())
         self.pi = PiProcess(argv, cwd=self.folder.work, env=pi_env(self.paths, token, server.path),
                             stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
