@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
+from testkit.clock import fixed_day
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from testkit.small_sweep import MATRIX, QUESTIONS, answer_from_content, base_settings
 from searchbox.agent.control import RunControl
@@ -186,18 +187,12 @@ def test_every_run_of_a_sweep_names_the_day_it_started_also_when_resumed_the_nex
 
     import searchbox.evaluation.sweep as sweep_module
 
-    class Clock(dt.date):
-        day = dt.date(2026, 12, 2)
-
-        @classmethod
-        def today(cls) -> dt.date:
-            return cls.day
-
+    Clock = fixed_day(dt.date(2026, 12, 2))
     monkeypatch.setattr(sweep_module.dt, "date", Clock)
     matrix, base, out = parse_matrix(MATRIX), base_settings(cache, endpoint.url), tmp_path / "sweep"
     with pytest.raises(KeyboardInterrupt):
         run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn("after_run"))
-    Clock.day = dt.date(2026, 12, 3)
+    Clock.today_is = dt.date(2026, 12, 3)
     run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn())
     assert read_json(out / "sweep.json")["base_config"]["PROMPT_DATE"] == "2026-12-02"
     days = {read_json(row_dir / "config.json")["PROMPT_DATE"] for row_dir in (out / "runs").glob("*/*")}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
+from testkit.clock import fixed_day
 from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, ToolEnd
@@ -310,18 +311,12 @@ def test_the_prompts_date_is_recorded_and_kept_when_a_run_resumes_on_another_day
 
     import searchbox.agent.run as run_module
 
-    class Clock(dt.date):
-        day = dt.date(2026, 12, 2)
-
-        @classmethod
-        def today(cls) -> dt.date:
-            return cls.day
-
+    Clock = fixed_day(dt.date(2026, 12, 2))
     monkeypatch.setattr(run_module.dt, "date", Clock)
     script = [Reply(tool_calls=[call("ls")]), Reply(text="Ends 31 March 2029 [s1].")]
     with ScriptedEndpoint(script) as endpoint:
         job_dir, settings, client = paused_after_first_tool(job, endpoint, tmp_path)
-        Clock.day = dt.date(2026, 12, 3)  # resumed the next day
+        Clock.today_is = dt.date(2026, 12, 3)  # resumed the next day
         assert run_job(job_dir, settings, client) == "first_turn_done"
         systems = [request.body["messages"][0]["content"] for request in endpoint.requests]
     assert all("Today's date: 2026-12-02." in system for system in systems)
