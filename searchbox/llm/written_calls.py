@@ -174,11 +174,11 @@ def _calls(body: str, tools: list[Tool] | None, offered: set[str]) -> list[ToolC
         if not items or not all(names_a_call(item, offered) for item in items):
             return []
         return [call_from_object(item, body, offered) for item in items]
-    call = _code_call(body, tools)
+    call = _code_call(body, tools, offered)
     return [call] if call is not None else []
 
 
-def _code_call(source: str, tools: list[Tool] | None) -> ToolCall | None:
+def _code_call(source: str, tools: list[Tool] | None, offered: set[str]) -> ToolCall | None:
     """`NAME(key=value, ...)` as a call, when every value is a literal; None for anything else. A lone
     object, `NAME({"query": ...})`, is the arguments when its keys are the tool's parameters, else no call."""
     try:
@@ -187,7 +187,7 @@ def _code_call(source: str, tools: list[Tool] | None) -> ToolCall | None:
         return None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return None
-    name = offered_name(node.func.id, offered_names(tools))
+    name = offered_name(node.func.id, offered)
     if name is None:
         return None
     parameters = _parameter_names(tools, name)
