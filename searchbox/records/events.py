@@ -138,6 +138,12 @@ class ToolEnd(Event):
     details: dict[str, Any] = field(default_factory=dict)  # the tool's own facts (bash: exit_code, programs)
     gist: str = ""  # one line saying what the result held
 
+    def sources(self) -> list[str]:
+        """The source ids the result showed the model, in order (read names its range's as "source")."""
+        if "source" in self.details:
+            return [str(self.details["source"])]
+        return [str(s) for s in self.details.get("sources") or []]
+
 
 @dataclass(frozen=True, kw_only=True)
 class TurnEnd(Event):
