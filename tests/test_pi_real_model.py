@@ -4,7 +4,7 @@ llama.cpp and serves to Pi on a loopback OpenAI-compatible server, on the built-
 What the small model reliably does under Pi's own prompt: it calls tools (a built-in or a retrieval
 tool), the calls run through searchbox's tools, and the run ends with the records a native run leaves.
 The run is one step, its turn cut after it: that step's prefill of Pi's prompt and its decode are most of
-the test's time (a second step doubled it). Which tools it picks and whether it cites vary, so the test
+the test's time (with two steps it took 202 s, the suite's longest). Which tools it picks and whether it cites vary, so the test
 prints them rather than asserting them (the 0.5B model called no tool at all under Pi's prompt);
 tests/test_pi_harness.py holds the exact behaviour with a scripted model.
 
