@@ -31,13 +31,14 @@ from searchbox.jobs.job import create_job
 from searchbox.records.events import read_events
 from searchbox.records.files import read_json
 from searchbox.settings import Settings
+from searchbox.tools.builtin import BUILTIN_TOOLS
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow,
               pytest.mark.skipif(pi_problem() is not None, reason=str(pi_problem()))]
 
 QUESTION = "What interest rate applies to the Cobalt Ridge Bank term loan?"
 LIVE_URL = os.environ.get("LLAMA_URL", "") if os.environ.get("LIVE") == "1" else ""
-BUILT_INS = {"read", "bash", "edit", "write", "grep", "find", "ls"}
+BUILT_INS = {tool.name for tool in BUILTIN_TOOLS}
 RECORDS = ("config.json", "events.jsonl", "query.txt", "run_meta.json", "session.jsonl", "sources.json",
            "timing.json", "turns.jsonl")
 

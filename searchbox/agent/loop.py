@@ -24,7 +24,7 @@ from searchbox.agent.backstop import backstop_answer
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, AssistFired, Compaction, Delta, EventBus, Notice, RunStart,
-                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events)
+                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events, turn_ended)
 from searchbox.agent.prompts import CONTINUE, prompt_day, system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
@@ -151,7 +151,7 @@ class AgentLoop:
         for step_in_turn in range(1, self.settings.max_steps_per_turn + 1):
             self._check_stop()
             if time.monotonic() - turn_started > self.settings.turn_timeout_seconds:
-                raise _TurnOver(f"turn {self.state.turn} passed TURN_TIMEOUT_SECONDS and was ended")
+                raise _TurnOver(turn_ended(self.state.turn, "turn_timeout"))
             self.state.step += 1
             self.bus.step = self.state.step
             self.view.step_in_turn = step_in_turn
@@ -167,7 +167,7 @@ class AgentLoop:
             for call in response.tool_calls:
                 self._check_stop()
                 self._run_tool(call)
-        raise _TurnOver(f"turn {self.state.turn} reached MAX_STEPS_PER_TURN and was ended")
+        raise _TurnOver(turn_ended(self.state.turn, "max_steps"))
 
     def _fired(self, assist: str, hook: str, sent: str) -> None:
         self.bus.emit(AssistFired(assist=assist, hook=hook, sent=sent))

@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from searchbox.agent.assists import ASSISTS
 from searchbox.agent.assists.base import Assist, RunView
 from searchbox.llm.types import ToolCall
-from searchbox.records.events import Event, Notice, StepEnd, StepStart, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events
+from searchbox.records.events import (Event, StepEnd, StepStart, ToolEnd, ToolStart, TurnEnd, TurnStart, ends_a_turn,
+                                      read_events)
 from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import ANSWER_NAME, JobFolder
 from searchbox.settings import ASSIST_NAMES, Settings, knob_fields
 from searchbox.workspace import Workspace
-
-TURN_CUT = ("reached MAX_STEPS_PER_TURN", "passed TURN_TIMEOUT_SECONDS")  # the loop's notices of a cut turn
-
 
 @dataclass(frozen=True)
 class Firing:
@@ -42,13 +40,9 @@ class Firing:
     hook: str
     sent: str  # what it would have sent, or the tool it would have forced
 
-    def record(self) -> dict[str, Any]:
-        return {"assist": self.assist, "turn": self.turn, "step": self.step, "hook": self.hook, "sent": self.sent}
 
-
-def run_settings(job_dir: Path, assist: str) -> Settings:
-    """The run's recorded knobs, with this assist alone on."""
-    config = JobFolder(job_dir).read_config()
+def run_settings(config: dict[str, object], assist: str) -> Settings:
+    """A run's recorded knobs (its config.json), with this assist alone on ("" for none)."""
     knobs = {f.name for f in knob_fields()}
     values = {name.lower(): value for name, value in config.items() if name.lower() in knobs}
     return Settings.resolve(env={}, **{**values, "harness_assists": assist})
@@ -56,27 +50,26 @@ def run_settings(job_dir: Path, assist: str) -> Settings:
 
 def replay(job_dir: Path, assists: tuple[str, ...] = ASSIST_NAMES) -> dict[str, Firing | None]:
     """Each assist's first firing over the run in job_dir, had it alone been on; None: it never fires."""
-    return {name: _replay_one(job_dir, name) for name in assists}
-
-
-def _replay_one(job_dir: Path, name: str) -> Firing | None:
     folder = JobFolder(job_dir)
-    settings = run_settings(job_dir, name)
-    replayer = _Replayer(ASSISTS[name](settings), RunView(
-        question=folder.question(), offered=frozenset(folder.read_meta().get("tools_enabled") or []),
-        answer_written=lambda: replayer.answered, source_texts=Workspace.open(job_dir, settings).source_texts))
-    for event in read_events(folder.events):
-        fired = replayer.at(event)
-        if fired is not None:
-            return Firing(name, event.turn, event.step, *fired)
-    return None
+    config, events = folder.read_config(), read_events(folder.events)
+    view = {"question": folder.question(), "offered": frozenset(folder.read_meta().get("tools_enabled") or []),
+            "source_texts": Workspace.open(job_dir, run_settings(config, "")).source_texts}  # no assist changes these
+    firings: dict[str, Firing | None] = {}
+    for name in assists:
+        replayer = _Replayer(ASSISTS[name](run_settings(config, name)), **view)
+        firings[name] = next((Firing(name, event.turn, event.step, *fired) for event in events
+                              if (fired := replayer.at(event)) is not None), None)
+    return firings
 
 
 class _Replayer:
     """One assist and the RunView the loop would have kept, moved along the run's events."""
 
-    def __init__(self, assist: Assist, view: RunView) -> None:
-        self.assist, self.view = assist, view
+    def __init__(self, assist: Assist, question: str, offered: frozenset[str],
+                 source_texts: Callable[[list[str]], dict[str, str]]) -> None:
+        self.assist = assist
+        self.view = RunView(question=question, offered=offered, answer_written=lambda: self.answered,
+                            source_texts=source_texts)
         self.answered = False  # the model wrote work/ANSWER.md
         self.final = ""  # the last reply that said something
 
@@ -108,7 +101,7 @@ class _Replayer:
             message = assist.follow_up(view, event.text)
             if message is not None:
                 return "follow_up", message
-        elif isinstance(event, Notice) and any(cut in event.message for cut in TURN_CUT):
+        elif ends_a_turn(event):
             message = assist.turn_cut(view)
             if message is not None:
                 return "turn_cut", message

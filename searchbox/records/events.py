@@ -181,6 +181,20 @@ class Notice(Event):
     message: str
 
 
+# The limits that end a turn (the run goes on), as both harnesses' notices word them.
+TURN_ENDERS = {"turn_timeout": "passed TURN_TIMEOUT_SECONDS", "max_steps": "reached MAX_STEPS_PER_TURN"}
+
+
+def turn_ended(turn: int, limit: str) -> str:
+    """The notice's words for a turn that `limit` (a TURN_ENDERS key) ended."""
+    return f"turn {turn} {TURN_ENDERS[limit]} and was ended"
+
+
+def ends_a_turn(event: Event) -> bool:
+    """Whether the event is the notice of a turn that a limit ended."""
+    return isinstance(event, Notice) and any(f" {words} and was ended" in event.message for words in TURN_ENDERS.values())
+
+
 @dataclass(frozen=True, kw_only=True)
 class Stop(Event):
     type: ClassVar[str] = "stop"

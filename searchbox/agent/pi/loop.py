@@ -35,7 +35,7 @@ from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.serve import ModelServer
 from searchbox.llm.types import ChatModel
 from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, Compaction, Delta, EventBus, Notice, RunStart,
-                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart)
+                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TURN_ENDERS, TurnEnd, TurnStart, turn_ended)
 from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
@@ -48,8 +48,6 @@ _ORDER_WAIT_S = 1.0
 # How long Pi may take to end its turn after an abort, and to start.
 _ABORT_WAIT_S = 15.0
 _START_WAIT_S = 90.0
-# The limits that end a turn (Pi is aborted, the run goes on), as the feed words them.
-_TURN_ENDERS = {"turn_timeout": "passed TURN_TIMEOUT_SECONDS", "max_steps": "reached MAX_STEPS_PER_TURN"}
 
 
 class _RunOver(Exception):
@@ -196,7 +194,7 @@ class PiLoop:
                     aborted_at = time.monotonic()
                     self._send({"type": "abort"})
             elif time.monotonic() - aborted_at > _ABORT_WAIT_S:
-                raise _RunOver(aborting if aborting not in _TURN_ENDERS else "error_harness",
+                raise _RunOver(aborting if aborting not in TURN_ENDERS else "error_harness",
                                f"Pi did not stop within {_ABORT_WAIT_S:.0f} s of an abort")
             try:
                 kind, item = self.inbox.get(timeout=0.1)
@@ -206,8 +204,8 @@ class PiLoop:
             if kind == "tool":
                 self._tool_request(*item, cut=aborting)
             elif self._on_event(item, cut=aborting) == "idle":
-                if aborting in _TURN_ENDERS:
-                    self.bus.emit(Notice(level="warning", message=f"turn {self.turn} {_TURN_ENDERS[aborting]} and was ended"))
+                if aborting in TURN_ENDERS:
+                    self.bus.emit(Notice(level="warning", message=turn_ended(self.turn, aborting)))  # Pi was aborted
                     return
                 if aborting is not None:
                     raise _RunOver(aborting)
