@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--check", nargs="*", type=Path, default=None, metavar="OTHER",
                         help="hold the replay to the single-assist entries of SWEEP and these sweep folders")
     args = parser.parse_args(argv)
+    if not (args.sweep / "results.jsonl").is_file():
+        raise SystemExit(f"{args.sweep} is not a sweep folder: it has no results.jsonl (python -m searchbox ablate --out writes one)")
     baseline = runs_of(args.sweep, args.baseline)
     if not baseline:
         raise SystemExit(f"{args.sweep} has no runs of an entry named {args.baseline!r}")
