@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -78,22 +79,22 @@ def equal(folder: Path, cluster: Cluster, nodes: list[Any], servers: list[Script
 
 def node_kill(folder: Path, cluster: Cluster, nodes: list[Any], servers: list[ScriptedEndpoint]) -> dict[str, Any]:
     engine = RayEngine(cluster.address)
-    killed: list[str] = []
+    killed: list[Any] = []
 
-    def kill_busiest(row: dict[str, Any], done: int, total: int) -> None:
-        if killed:
-            return
+    def kill_busiest() -> None:
         busy = {n.node_id: engine.in_flight[n.node_id] for n in nodes}
         victim = max(nodes, key=lambda n: busy[n.node_id])
-        if busy[victim.node_id] == 0:  # nothing to lose yet: wait for the next row
-            return
-        killed.append(victim.node_id)
-        killed.append(busy[victim.node_id])
+        killed.extend([victim.node_id, busy[victim.node_id]])
         started = time.monotonic()
         cluster.remove_node(victim, allow_graceful=False)  # as a machine that fails: no goodbye
         killed.append(time.monotonic() - started)
 
-    rows = sweep(folder / "ray", engine, servers, progress=kill_busiest)
+    # Not at the first row itself: the runs that started beside it end with it (on a loaded machine a few ms
+    # later, so the kill could catch none). Half a reply later those have landed, and every run still in
+    # flight is waiting on a reply with a second or more to go, the new ones in their first.
+    timer = threading.Timer(LATENCY_OF["node_kill"] / 2, kill_busiest)
+    rows = sweep(folder / "ray", engine, servers, progress=lambda row, done, total: timer.start() if done == 1 else None)
+    timer.join()
     return {"rows": keys(rows), "killed": killed[0], "in_flight_when_killed": killed[1], "lost": engine.lost,
             "remove_node_s": killed[2], "nodes": [r["node"] for r in rows]}
 
