@@ -155,7 +155,7 @@ def main() -> None:
         sys.exit("this template reads tool_choice: the auto rows would not stand for a grammar-off 'required'")
     questions = _spread(args.first + args.questions)[args.first:]
     print(f"{model.model_id}: call format {model.call_format}, {len(questions)} questions x {args.samples} samples, "
-          f"max_tokens {args.max_tokens}, {model.features['n_threads']} threads")
+          f"max_tokens {args.max_tokens}, {model.runtime['n_threads']} threads")
     columns = ("call", "args", "words", "tokens", "mean s", "dec/s", "eval/s")
     print(f"{'presentation / tool_choice':<36} {'n':>3} " + " ".join(f"{c:>6}" for c in columns) + "  tools called")
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}

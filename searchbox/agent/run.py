@@ -36,6 +36,7 @@ def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[
         "tools_enabled": toolbox.names,
         "backends": {
             "llm": "openai" if settings.llama_url else "llamacpp",
+            **({"llm_runtime": model.runtime} if model.runtime else {}),
             "embed": {"backend": settings.embed_backend, "model": settings.embed_model},
             "rerank": {"backend": settings.rerank_backend, "model": settings.rerank_model},
         },

@@ -37,6 +37,7 @@ class LenientCalls(ChatModel):
         self.inner = inner
         self.model_id = inner.model_id
         self.context_window = inner.context_window
+        self.runtime = inner.runtime
 
     def stream(
         self,

@@ -70,13 +70,13 @@ class LlamaCppModel(ChatModel):
         self.model_id = self.path.name
         self.context_window = n_ctx
         self._lock = threading.Lock()
-        self._llama, self.features = _construct(self.path, n_ctx, n_threads)
+        self._llama, self.runtime = _construct(self.path, n_ctx, n_threads)
         # A model with no template of its own has no tool-call format either: JSON actions instead.
         self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
         if self.json_actions:
             self._llama.chat_format = PLAIN_FORMAT  # instead of llama-cpp-python's llama-2 guess
         self.chat_format: str = self._llama.chat_format
-        self.features["chat_format"] = self.chat_format
+        self.runtime["chat_format"] = self.chat_format
         self._starts_in_reasoning = _template_opens_think(self._llama)
         self.call_format = call_format(self._llama.metadata.get("tokenizer.chat_template", ""))
         self.example_calls = True  # bench/tool_calls.py turns it off to measure what it brings
@@ -222,14 +222,31 @@ class _Meter:
     first_token_at: float | None = None
 
 
+def aligned_reuse(common: int, clean: int, prompt_tokens: int, ubatch: int) -> int:
+    """How many prompt tokens to keep from the KV cache so that the rest is evaluated in exactly the
+    micro-batches a cold evaluation of this prompt would use: whole micro-batches of the prefix this
+    prompt shares with the cache that were themselves evaluated as whole micro-batches (`clean`),
+    and never the whole prompt (the last micro-batch is decoded, as it is cold).
+
+    llama.cpp's logits depend, in their last bits, on how a prompt was split into micro-batches, so
+    keeping the longest common prefix (llama-cpp-python's rule) makes a seeded run's first step depend
+    on which run came before it: on a cold model, after a resume, or after another question."""
+    keep = min(common, clean) // ubatch * ubatch
+    if keep >= prompt_tokens:
+        keep = (prompt_tokens - 1) // ubatch * ubatch
+    return max(keep, 0)
+
+
 @functools.cache
 def _metered_llama_class() -> type:
-    """A Llama whose generate() counts tokens into `self.meter` (built lazily: llama_cpp is heavy)."""
+    """A Llama whose generate() keeps only the aligned part of the KV cache (aligned_reuse) and counts
+    tokens into `self.meter` (built lazily: llama_cpp is heavy)."""
     import numpy as np
     from llama_cpp import Llama
 
     class MeteredLlama(Llama):  # type: ignore[misc]
         meter = _Meter()
+        clean = 0  # cache positions evaluated as whole micro-batches, in line with a cold evaluation
 
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Iterator[int]:
             tokens = list(tokens)
@@ -238,8 +255,11 @@ def _metered_llama_class() -> type:
             n = min(len(previous), len(tokens))
             same = previous[:n] == np.asarray(tokens[:n], dtype=previous.dtype)
             common = n if same.all() else int(np.argmin(same))
-            # llama-cpp-python keeps the longest common prefix, re-evaluating at least one token.
-            self.meter.reused += min(common, len(tokens) - 1) if common else 0
+            keep = aligned_reuse(common, self.clean, len(tokens), self.context_params.n_ubatch)
+            # llama-cpp-python keeps the longest prefix it finds in the first n_tokens: this many.
+            self.n_tokens = keep
+            self.meter.reused += keep
+            self.clean = len(tokens) // self.context_params.n_ubatch * self.context_params.n_ubatch
             inner = super().generate(tokens, *args, **kwargs)
             sent = None
             while True:
@@ -289,15 +309,16 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
                 raise LLMError(f"llama.cpp could not load {path.name}: {exc}") from exc
             errors.append(f"{extra}: {exc}")
             continue
-        features = {
+        runtime = {
             "gpu_offload": gpu,
             "flash_attn": extra["flash_attn"],
             "kv_cache": kv_cache,
             "n_threads": llama.context_params.n_threads,
             "n_threads_batch": llama.context_params.n_threads_batch,
             "fallbacks": errors,
+            "kv_reuse": f"aligned to {llama.context_params.n_ubatch}-token micro-batches",
         }
-        return llama, features
+        return llama, runtime
     raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
 
 

@@ -96,6 +96,7 @@ class ChatModel(ABC):
 
     model_id: str
     context_window: int | None = None  # tokens, when the backend knows it (the built-in runtime does)
+    runtime: dict[str, Any] | None = None  # how the built-in runtime loaded and keeps its cache; None elsewhere
 
     @abstractmethod
     def stream(
