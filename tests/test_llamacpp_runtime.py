@@ -17,7 +17,7 @@ import pytest
 from searchbox.llm import ContextOverflow, GGUFUnavailable, LLMError, connect
 from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
-from searchbox.llm.llamacpp_runtime import LlamaCppModel, _template_opens_think, aligned_reuse, load_llamacpp
+from searchbox.llm.llamacpp_runtime import LlamaCppModel, _template_opens_think, cache_to_keep, load_llamacpp
 from searchbox.llm.presets import PRESETS, find_preset, pick_preset
 from searchbox.settings import Settings
 
@@ -117,16 +117,30 @@ def test_a_repeated_prompt_reuses_the_kv_cache_in_whole_micro_batches(model: Lla
     assert again.usage.input > ubatch and again.usage.cache_read == (again.usage.input - 1) // ubatch * ubatch
 
 
-@pytest.mark.parametrize(("common", "clean", "prompt", "keep"), [
-    (2471, 2048, 2491, 2048),  # the shared prefix, down to the micro-batches a cold evaluation has whole
-    (2471, 1024, 2491, 1024),  # only what was itself evaluated as whole micro-batches
-    (3000, 4096, 3000, 2560),  # the whole prompt cached: its last micro-batch is decoded again
-    (3072, 4096, 3072, 2560),
-    (400, 4096, 3000, 0),
-    (0, 0, 10, 0),
+@pytest.mark.real_model
+def test_the_next_step_of_a_conversation_keeps_all_it_shares_with_the_cache(model: LlamaCppModel) -> None:
+    messages = [{"role": "system", "content": CLAUSES}, {"role": "user", "content": "When is rent due for clause 3?"}]
+    first = model.complete(messages, max_tokens=8, temperature=0)
+    after = model.complete([*messages, {"role": "assistant", "content": first.text},
+                            {"role": "user", "content": "And for clause 7?"}], max_tokens=4, temperature=0)
+    assert after.usage.cache_read >= first.usage.input
+
+
+@pytest.mark.parametrize(("common", "clean", "previous", "prompt", "kept"), [
+    # Another conversation: whole micro-batches of the shared prefix that a cold evaluation has whole too.
+    (2471, 2048, 2491, 2491, (2048, 2048)),
+    (2471, 1024, 2700, 2491, (1024, 2048)),  # only what was itself evaluated as whole micro-batches
+    (3000, 2560, 3000, 3000, (2560, 2560)),  # the same prompt again: its last micro-batch is decoded again
+    (3072, 3072, 3072, 3072, (2560, 3072)),
+    (400, 4096, 3500, 3000, (0, 2560)),
+    (0, 0, 0, 10, (0, 0)),
+    # The next step of the same conversation: all it shares with the cache, the clean positions as they were.
+    (2900, 2560, 2800, 3400, (2900, 2560)),
+    (2800, 2560, 2800, 3400, (2800, 2560)),
 ])
-def test_aligned_reuse_keeps_whole_micro_batches_only(common: int, clean: int, prompt: int, keep: int) -> None:
-    assert aligned_reuse(common, clean, prompt, 512) == keep
+def test_the_cache_kept_is_whole_micro_batches_except_within_a_conversation(
+        common: int, clean: int, previous: int, prompt: int, kept: tuple[int, int]) -> None:
+    assert cache_to_keep(common, clean, previous, prompt, 512) == kept
 
 
 @pytest.mark.real_model

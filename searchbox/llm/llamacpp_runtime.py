@@ -222,24 +222,27 @@ class _Meter:
     first_token_at: float | None = None
 
 
-def aligned_reuse(common: int, clean: int, prompt_tokens: int, ubatch: int) -> int:
-    """How many prompt tokens to keep from the KV cache so that the rest is evaluated in exactly the
-    micro-batches a cold evaluation of this prompt would use: whole micro-batches of the prefix this
-    prompt shares with the cache that were themselves evaluated as whole micro-batches (`clean`),
-    and never the whole prompt (the last micro-batch is decoded, as it is cold).
+def cache_to_keep(common: int, clean: int, previous_prompt: int, prompt: int, ubatch: int) -> tuple[int, int]:
+    """(prompt tokens to keep from the KV cache, cache positions that stay `clean` after this call).
 
-    llama.cpp's logits depend, in their last bits, on how a prompt was split into micro-batches, so
-    keeping the longest common prefix (llama-cpp-python's rule) makes a seeded run's first step depend
-    on which run came before it: on a cold model, after a resume, or after another question."""
+    llama.cpp's logits depend, in their last bits, on how a prompt was cut into micro-batches, so
+    keeping the longest prefix a prompt shares with the cache (llama-cpp-python's rule) would make a
+    seeded run depend on the run before it: a cold model, a resumed sweep, another question.
+    - The next step of the same conversation (this prompt extends the previous one) keeps the whole
+      common prefix: how that was evaluated follows from this conversation alone.
+    - Any other prompt keeps only whole micro-batches that were themselves evaluated whole (`clean`),
+      never the whole prompt, so the rest is evaluated in the micro-batches a cold evaluation uses."""
+    if 0 < previous_prompt <= common < prompt:
+        return common, clean
     keep = min(common, clean) // ubatch * ubatch
-    if keep >= prompt_tokens:
-        keep = (prompt_tokens - 1) // ubatch * ubatch
-    return max(keep, 0)
+    if keep >= prompt:
+        keep = (prompt - 1) // ubatch * ubatch
+    return max(keep, 0), prompt // ubatch * ubatch
 
 
 @functools.cache
 def _metered_llama_class() -> type:
-    """A Llama whose generate() keeps only the aligned part of the KV cache (aligned_reuse) and counts
+    """A Llama whose generate() keeps of the KV cache what cache_to_keep allows and counts
     tokens into `self.meter` (built lazily: llama_cpp is heavy)."""
     import numpy as np
     from llama_cpp import Llama
@@ -247,6 +250,7 @@ def _metered_llama_class() -> type:
     class MeteredLlama(Llama):  # type: ignore[misc]
         meter = _Meter()
         clean = 0  # cache positions evaluated as whole micro-batches, in line with a cold evaluation
+        previous_prompt = 0  # tokens of the last prompt evaluated
 
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Iterator[int]:
             tokens = list(tokens)
@@ -255,11 +259,12 @@ def _metered_llama_class() -> type:
             n = min(len(previous), len(tokens))
             same = previous[:n] == np.asarray(tokens[:n], dtype=previous.dtype)
             common = n if same.all() else int(np.argmin(same))
-            keep = aligned_reuse(common, self.clean, len(tokens), self.context_params.n_ubatch)
+            keep, self.clean = cache_to_keep(common, self.clean, self.previous_prompt, len(tokens),
+                                             self.context_params.n_ubatch)
+            self.previous_prompt = len(tokens)
             # llama-cpp-python keeps the longest prefix it finds in the first n_tokens: this many.
             self.n_tokens = keep
             self.meter.reused += keep
-            self.clean = len(tokens) // self.context_params.n_ubatch * self.context_params.n_ubatch
             inner = super().generate(tokens, *args, **kwargs)
             sent = None
             while True:
@@ -316,7 +321,7 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
             "n_threads": llama.context_params.n_threads,
             "n_threads_batch": llama.context_params.n_threads_batch,
             "fallbacks": errors,
-            "kv_reuse": f"aligned to {llama.context_params.n_ubatch}-token micro-batches",
+            "kv_reuse": f"aligned to {llama.context_params.n_ubatch}-token micro-batches across conversations",
         }
         return llama, runtime
     raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
