@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -291,6 +292,19 @@ def test_echoed_template_markup_is_neither_a_call_nor_answer_text(text: str, ans
 )
 def test_broken_json_is_repaired(raw: str, expected: dict) -> None:
     assert loads_lenient(raw) == expected
+
+
+def test_a_regex_escape_in_python_literal_arguments_parses_the_same_under_any_warning_filter() -> None:
+    # A model's `\d` is an invalid escape to the compiler behind literal_eval; the parse must not depend on
+    # whether that warning is shown, ignored or raised.
+    raw = r"{'pattern': '\d+ days', 'path': 'leases'}"
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        assert loads_lenient(raw) == {"pattern": r"\d+ days", "path": "leases"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert loads_lenient(raw) == {"pattern": r"\d+ days", "path": "leases"}
+    assert not shown
 
 
 def test_repaired_call_arguments_come_back_as_valid_json() -> None:

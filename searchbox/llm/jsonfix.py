@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any
 
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
@@ -28,8 +29,11 @@ def loads_lenient(raw: str) -> Any:
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
         pass
     try:
-        # literal_eval evaluates literals only, never code.
-        value = ast.literal_eval(text)
+        # literal_eval evaluates literals only, never code. A model's `\d` in a string is an invalid escape to
+        # the compiler: its warning is noise to the user, and under -W error it would change the parse.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            value = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
         pass
     else:
