@@ -24,6 +24,7 @@ from searchbox.agent.control import RunControl
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.llm.types import ChatModel
+from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings, SettingsError, knob_docs, knobs_markdown
@@ -107,12 +108,13 @@ def summarize_run(job_dir: Path, reason: str | None = None, budget: int | None =
     print(f"\nstop reason: {reason or meta.get('stop_reason')}; turns {meta.get('turns')}/{budget or meta.get('budget')}; "
           f"tokens {tokens.get('input', 0):,} in / {tokens.get('output', 0):,} out; tool calls: {tools}")
     print(f"citations: {citations.get('valid', 0)} valid, {citations.get('invalid', 0)} invalid; checked against "
-          f"their sources: {citations.get('supported', 0)} supported, {citations.get('unsupported', 0)} unsupported, "
+          f"their sources: {citations.get('supported', 0)} supported, {citations.get('contradicted', 0)} contradicted, "
+          f"{citations.get('unsupported', 0)} unsupported, "
           f"{citations.get('unchecked', 0)} unchecked")
     if answer.problem:  # what stood at ANSWER.md, never what a link named
         print(f"no answer: work/{answer.problem}")
     elif answer.exists:
-        print(f"answer ({folder.answer}):\n{answer.text[:2000]}")
+        print(f"answer ({folder.answer}):\n{job_echoes(answer.text, job_dir).shown[:2000]}")
     return bool(meta.get("done"))
 
 

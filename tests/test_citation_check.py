@@ -202,7 +202,7 @@ def test_a_run_records_its_checked_citations_and_score_counts_them(tmp_path: Pat
     score = score_run(job_dir, question)
     assert score["citations"]["supported_rate"] == 0.5
     text = format_score(score)
-    assert "checked against their sources: 1 supported, 1 unsupported, 0 unchecked; supported rate 0.50" in text
+    assert "checked against their sources: 1 supported, 0 contradicted, 1 unsupported, 0 unchecked; supported rate 0.50" in text
     assert "unsupported [s1] Rent is payable monthly: the quoted words are not in the source" in text
 
     row = {"entry": "e", "question_id": "q", "score": {"verdict": "correct", "citation_supported": 0.5,

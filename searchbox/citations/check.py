@@ -1,5 +1,10 @@
 """Does the cited source support the sentence that cites it? Each citation of an answer is checked
-and given a verdict, `supported`, `unsupported` or `unchecked`, with the reason.
+and given a verdict, `supported`, `contradicted`, `unsupported` or `unchecked`, with the reason.
+
+Two readings, in turn: the words (below), then the claim held to the source's statements
+(citations/claims.py): a figure the source ties to another year, figures standing apart, or a clause
+that denies or defers the claim ("unaudited", "begins in February 2026") make a citation the words
+supported unsupported or contradicted.
 
 The check rests on what can be checked: the sentence's facts (dates, amounts, percentages, other
 numbers, names) looked for in the source's text after the normalisation must-facts get (citations/facts.py:
@@ -28,14 +33,17 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from searchbox.citations.claims import read_claim
 from searchbox.citations.markers import citing_sentences
 from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
 
-VERDICTS = ("supported", "unsupported", "unchecked")
+VERDICTS = ("supported", "contradicted", "unsupported", "unchecked")
 # Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
 # 2: a source cited beside others that holds only what they hold and none of the figures is unsupported.
 # 3: text the answer only echoed from the harness's messages is not checked (records/echoes.py).
-CHECKER_VERSION = 3
+# 4: the claim is held to the source's statements (citations/claims.py): a figure tied there to another year,
+#    figures standing apart, or a clause that denies or defers the claim; `contradicted` is new.
+CHECKER_VERSION = 4
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).
 SUPPORT_SCORE = 0.45
@@ -123,10 +131,11 @@ def sentence_facts(sentence: str) -> list[Fact]:
     return list(dict.fromkeys(facts))
 
 
-def fact_in(fact: Fact, source: str) -> bool:
+def fact_in(fact: Fact, source: str, document: str | None = None) -> bool:
+    """`document`: the whole text `source` is a passage of, when it is one (it may say "in thousands")."""
     if span_present(fact.text, source):
         return True
-    return fact.kind in ("amount", "percent") and _rounded_in(fact, source)
+    return fact.kind in ("amount", "percent") and _rounded_in(fact, source, document or source)
 
 
 def quote_in(quote: str, source: str) -> bool:
@@ -145,8 +154,10 @@ def passages(sentence: str, text: str) -> list[str]:
     return [windows[i] for i in sorted(ranked[:_PASSAGES_SCORED])]
 
 
-def check_answer(answer: str, known_ids: set[str], source_text: SourceText, support: Support | None) -> list[CitationCheck]:
-    """A check for every citation of every citing sentence, in reading order."""
+def check_answer(answer: str, known_ids: set[str], source_text: SourceText, support: Support | None,
+                 read_claims: bool = True) -> list[CitationCheck]:
+    """A check for every citation of every citing sentence, in reading order. `read_claims` False checks by
+    the words alone, as checker 3 did (bench/support_calibration.py sets the two side by side)."""
     texts: dict[str, str | UnreadableSource] = {}
 
     def text_of(source_id: str) -> str | UnreadableSource:
@@ -183,6 +194,8 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
                     check.quote_found = quote_in(citation.quote, text)
                 others = set().union(*(h for source_id, h in held.items() if source_id != citation.id))
                 check.verdict, check.reason = _verdict(facts, missing, check, others)
+                if read_claims and check.verdict != "unchecked" and check.quote_found is not False and check.matched:
+                    check.verdict, check.reason = _as_read(sentence.text, facts, check, text)
             checks.append(check)
     return checks
 
@@ -246,6 +259,20 @@ def _verdict(facts: list[Fact], missing: list[Fact], check: CitationCheck, other
     return "supported", f"{found}{not_found}{quoted}"
 
 
+def _as_read(sentence: str, facts: list[Fact], check: CitationCheck, text: str) -> tuple[str, str]:
+    """The verdict once the claim is held to what the source states (citations/claims.py): a denial makes
+    it contradicted, a figure tied to another subject or standing apart unsupported."""
+    kinds = {f.text: f for f in facts}
+    figures = {f: kinds[f].kind for f in check.matched if kinds[f].is_figure}
+    names = [f for f in check.matched if not kinds[f].is_figure]
+    reading = read_claim(sentence, figures, names, text, lambda fact, clause: fact_in(kinds[fact], clause, text))
+    if reading.verdict == "contradicted" or (reading.verdict == "unsupported" and check.verdict == "supported"):
+        return reading.verdict, reading.reason
+    if check.verdict == "supported" and reading.reason:
+        return "supported", f"{check.reason}; {reading.reason}"
+    return check.verdict, check.reason
+
+
 def _score(support: Support | None, sentence: str, text: str) -> float | None:
     if support is None or not text.strip():
         return None
@@ -253,7 +280,7 @@ def _score(support: Support | None, sentence: str, text: str) -> float | None:
     return round(float(max(scores)), 4) if len(scores) else None
 
 
-def _rounded_in(fact: Fact, source: str) -> bool:
+def _rounded_in(fact: Fact, source: str, document: str) -> bool:
     """An amount or percentage the answer rounded: "$48.2 million" holds 48,213,000, "17%" 17.3%, and a
     statement "in thousands" holds "$25.9 million" as 25,870."""
     written = _WRITTEN.search(fact.text)
@@ -267,7 +294,7 @@ def _rounded_in(fact: Fact, source: str) -> bool:
     half_unit = Decimal(5).scaleb(scale - decimals - 1)
     tokens = normalize(source).split()
     candidates = [t for i, t in enumerate(tokens) if fact.kind != "percent" or tokens[i + 1:i + 2] == ["%"]]
-    units = [0] + [3 * (k + 1) for k, said in enumerate(_IN_UNITS) if fact.kind == "amount" and said.search(source)]
+    units = [0] + [3 * (k + 1) for k, said in enumerate(_IN_UNITS) if fact.kind == "amount" and said.search(document)]
     return any(abs(Decimal(n).scaleb(unit) - value) <= half_unit
                for n in numbers(" ".join(candidates)) for unit in units)
 

@@ -146,7 +146,8 @@ def format_score(score: dict[str, Any]) -> str:
     if c["gold_missed"]:
         lines.append(f"  gold files not cited: {', '.join(c['gold_missed'])}")
     if c["checks"]:
-        lines.append(f"checked against their sources: {c['supported']} supported, {c['unsupported']} unsupported, "
+        lines.append(f"checked against their sources: {c['supported']} supported, {c.get('contradicted', 0)} contradicted, "
+                     f"{c['unsupported']} unsupported, "
                      f"{c['unchecked']} unchecked; supported rate {_ratio(c['supported_rate'])}")
         for check in c["checks"]:
             if check["verdict"] != "supported":

@@ -2,7 +2,7 @@
 
 The ledger, not the prose, is the authority: a marker whose id is not in sources.json is flagged.
 Each citation the checker judged (run_meta.json's "citations" → "checks") carries its verdict: a
-mark and colour (✓ supported, ✗ unsupported, ? unchecked) and the reason as its tooltip.
+mark and colour (✓ supported, ✗! contradicted, ✗ unsupported, ? unchecked) and the reason as its tooltip.
 Answers and documents are untrusted text: the answer is Markdown made inert by the one rule
 (searchbox.inert: HTML escaped, images as links, code shown as written), with the citation links
 built here the only live markup; the panel is HTML with every value escaped.
@@ -15,7 +15,7 @@ from typing import Any
 from searchbox import inert
 from searchbox.citations.markers import MARKER, marker_citations
 
-_VERDICT_MARKS = {"supported": "✓", "unsupported": "✗", "unchecked": "?"}
+_VERDICT_MARKS = {"supported": "✓", "contradicted": "✗!", "unsupported": "✗", "unchecked": "?"}
 
 CITATION_JS = """() => {
   if (window.__searchboxCitations) return;
@@ -41,6 +41,7 @@ CITATION_CSS = """
 a.cite { text-decoration: none; font-weight: 600; }
 .cite-supported { color: #2e7d32; }
 .cite-unsupported { color: #c62828; }
+.cite-contradicted { color: #b71c1c; text-decoration: underline wavy; }
 .cite-unchecked { color: #8d6e00; }
 .cite-verdict { font-size: 0.8em; vertical-align: super; cursor: help; }
 .cite-missing { color: #c62828; text-decoration: line-through wavy; cursor: help; }
