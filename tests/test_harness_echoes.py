@@ -16,11 +16,14 @@ from searchbox.agent.session import Session
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.scoring import score_run
 from searchbox.jobs.job import create_job
-from searchbox.records.echoes import HarnessMessage, find_echoes
+from searchbox.cli import summarize_run
+from searchbox.jobs.bundle import answer_download
+from searchbox.records.echoes import LEFT_OUT, HarnessMessage, find_echoes
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.ui.answer import render_answer
+from searchbox.ui.panels import read_answer
 from searchbox.workspace import Workspace
 
 Q006 = {"id": "q006", "type": "literal", "question": "Which firm issued the independent auditor's report on the FY2024 "
@@ -119,3 +122,24 @@ def test_what_counts_as_an_echo() -> None:
     assert echoes.scored == " … . The office is on Harbour Street [s2]."
     assert echoes.occurrences() == {"s2": [0]}
     assert find_echoes("Anything at all [s1].", []).spans == []  # no harness message: nothing is an echo
+
+
+def test_what_a_reader_is_shown_is_the_model_s_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The answer panel, the ANSWER.md download and the CLI show an echo marked as the harness's, never as the
+    model's words; the answer's own citation keeps its verdict mark (issue 31)."""
+    answer = ("The tool results above showed the sources [s1], [s2], [s3], [s4]. The FY2025 management report "
+              "compares with FY2024 [s4].")
+    job_dir = recorded_job(tmp_path, answer)
+    workspace = Workspace.open(job_dir, Settings.resolve(env={}, retrieval_preset="packaged"))
+    folder = JobFolder(job_dir)
+    folder.write_meta({**folder.read_meta(), "citations": workspace.check_citations(answer + "\n")})
+    html, _ = read_answer(job_dir)
+    assert "The tool results above" not in html and LEFT_OUT in html and html.count("cite-verdict") == 1
+    assert "1 passage that only repeated the harness" in html
+    download = Path(answer_download(job_dir) or "").read_text(encoding="utf-8")
+    assert "The tool results above" not in download and LEFT_OUT in download and "compares with FY2024 [s4]" in download
+    summarize_run(job_dir)
+    printed = capsys.readouterr().out
+    assert "The tool results above" not in printed and LEFT_OUT in printed
+    # The model's file itself is kept as it wrote it: the record of what it did.
+    assert JobFolder(job_dir).answer_text().startswith("The tool results above")

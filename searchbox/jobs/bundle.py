@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import ANSWER_NAME, DATAROOM_NAME, WORK_NAME, JobFolder
 from searchbox.records.work_files import ANSWER_MAX_BYTES, UntrustedFile, copy_out, open_regular_in
 
@@ -96,7 +97,8 @@ def _candidates(job_dir: Path) -> list[str]:
 
 
 def answer_download(job_dir: Path) -> Path | None:
-    """A copy of work/ANSWER.md in the job's own download folder, or None when there is no answer file.
+    """A copy of work/ANSWER.md in the job's own download folder (what it only echoed from the harness marked
+    as such, records/echoes.py), or None when there is no answer file.
     Raises UntrustedFile when what stands at ANSWER.md is not a regular file of answer size."""
     folder = JobFolder(job_dir).downloads
     folder.mkdir(exist_ok=True)
@@ -108,6 +110,10 @@ def answer_download(job_dir: Path) -> Path | None:
         if not copy_out(JobFolder(job_dir).work, ANSWER_NAME, tmp, ANSWER_MAX_BYTES):
             tmp.unlink()
             return None
+        # What the model only repeated from the harness goes out marked as the harness's, as the panel shows it.
+        echoes = job_echoes(tmp.read_bytes().decode("utf-8", "replace"), job_dir)
+        if echoes.spans:
+            tmp.write_text(echoes.shown, encoding="utf-8")
         tmp.replace(target)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -24,6 +24,9 @@ from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import JobFolder
 
 ECHO_WORDS = 3
+# What a reader sees where the model only repeated the harness (the answer panel, the ANSWER.md download,
+# the CLI): the words are the harness's, not the model's answer.
+LEFT_OUT = "⟨repeated from the harness's message: left out⟩"
 _WORD = re.compile(r"\w+")
 _SOURCE_ID = re.compile(r"s\d+")
 
@@ -49,6 +52,29 @@ class Echoes:
             last = end
         out.append(self.answer[last:])
         return "".join(out)
+
+    @property
+    def shown(self) -> str:
+        """The answer as a reader is shown it: each echo replaced by LEFT_OUT, and a closing line that says
+        how many were left out. Its citations are those of `scored`, in the same order."""
+        if not self.spans:
+            return self.answer
+        out, last = [], 0
+        for start, end in self.spans:
+            out.append(self.answer[last:start] + LEFT_OUT)
+            last = end
+        out.append(self.answer[last:])
+        count = len(self.spans)
+        note = (f"\n\n*searchbox: {count} passage{'s' if count > 1 else ''} that only repeated the harness's "
+                "messages to the model left out (run_meta.json: citations.harness_echoes).*\n")
+        return "".join(out).rstrip() + note
+
+    def shown_checks(self, checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The recorded checks (numbered as the answer's own markers) numbered as the markers of `shown`."""
+        back = {(source_id, answer_n): shown_n for source_id, ns in self.occurrences().items()
+                for shown_n, answer_n in enumerate(ns)}
+        return [{**c, "occurrence": back[key]} for c in checks
+                if (key := (c.get("id"), c.get("occurrence"))) in back]
 
     def occurrences(self) -> dict[str, list[int]]:
         """Per source id, the answer's own occurrence numbers (as citations.markers counts them) of the

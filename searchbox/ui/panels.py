@@ -20,6 +20,7 @@ from searchbox import inert
 from searchbox.jobs.bundle import downloads
 from searchbox.citations.check import answer_digest
 from searchbox.citations.markers import cited_ids
+from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard
@@ -64,7 +65,12 @@ def read_answer(job_dir: Path) -> tuple[str, str]:
         return f"⚠️ No answer: work/{inert.markdown(read.problem)}", render_sources(sources, [])
     if not markdown:
         return "*No answer yet.*", render_sources(sources, [])
-    return render_answer(markdown, sources, recorded_checks(job_dir, markdown)), render_sources(sources, cited_ids(markdown))
+    # What the model only repeated from the harness is shown as the harness's, never as the model's answer.
+    echoes = job_echoes(markdown, job_dir)
+    checks = recorded_checks(job_dir, markdown)
+    shown = echoes.shown
+    return (render_answer(shown, sources, None if checks is None else echoes.shown_checks(checks)),
+            render_sources(sources, cited_ids(shown)))
 
 
 def recorded_checks(job_dir: Path, markdown: str) -> list[dict[str, Any]] | None:
