@@ -22,10 +22,10 @@ from searchbox.llm.connect import connect_for_run
 from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
-from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
+from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
-from searchbox.settings import ASSIST_NAMES, Settings, SettingsError, knob_docs
+from searchbox.settings import Settings, SettingsError, knob_docs
 
 NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
 # The module, not the function searchbox.llm re-exports under the same name.
@@ -75,7 +75,8 @@ def test_limits_come_from_the_preset_unless_the_user_set_them() -> None:
     assert fitted.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
                                        "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
                                        "TOOL_DESCRIPTIONS": "brief"}
-    assert fitted.assists == ASSIST_NAMES and notes == []  # a small model gets every assist
+    # A small model gets the assists whose benefit was measured, each recorded with why.
+    assert fitted.assists == tuple(SMALL_MODEL_ASSIST_EVIDENCE) and notes == []
 
     mine = Settings.resolve(env={"MAX_OUTPUT_TOKENS": "300", "CONTEXT_WINDOW": "24000", "FORCE_TOOL_STEPS": "0",
                                  "TOOL_OUTPUT_BYTES": "51200", "TOOL_DESCRIPTIONS": "full"})
@@ -197,12 +198,14 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
         sent = endpoint.requests[0].body
     assert sent["max_tokens"] == 1024
     meta = read_json(job_dir / "run_meta.json")
-    # Steps per turn were the user's; a small model gets the assists (its turn starts with a forced tool step);
+    # Steps per turn were the user's; a small model gets the preset's assists;
     # the prompt's day is the run's own.
     assert meta["derived"] == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 1024, "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS,
                                "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",
                                "PROMPT_DATE": datetime.date.today().isoformat()}
-    assert meta["harness"]["assists"] == list(ASSIST_NAMES) and sent["tool_choice"] == "required"
+    # forced_tool forces search_dataroom, which this run (built-ins only) does not offer.
+    assert meta["harness"]["assists"] == list(SMALL_MODEL_ASSIST_EVIDENCE) and sent["tool_choice"] == "auto"
+    assert meta["preset_assists"] == SMALL_MODEL_ASSIST_EVIDENCE
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}
 

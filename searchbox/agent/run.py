@@ -18,6 +18,7 @@ from searchbox.agent.pi.loop import PiLoop
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.call_parsing import with_call_parsing
+from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
@@ -25,6 +26,14 @@ from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
+
+
+def preset_assists(settings: Settings) -> dict[str, Any]:
+    """Why each assist a small model's preset turned on is on (the evidence in llm/presets.py), when the preset
+    chose them."""
+    if "HARNESS_ASSISTS" not in settings.derived_config():
+        return {}
+    return {"preset_assists": {name: SMALL_MODEL_ASSIST_EVIDENCE.get(name, "") for name in settings.assists}}
 
 
 def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
@@ -41,6 +50,7 @@ def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[
             "rerank": {"backend": settings.rerank_backend, "model": settings.rerank_model},
         },
         "derived": settings.derived_config(),  # limits fitted to the model, not set by the user
+        **preset_assists(settings),
         "airgap": toolbox.sandbox_level.airgap,
         "bash_filesystem": toolbox.sandbox_level.filesystem,
         "bash_sandbox": toolbox.sandbox_level.record(),
