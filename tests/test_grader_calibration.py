@@ -69,7 +69,7 @@ def test_the_labelled_pairs_cover_two_phrasing_styles_and_label_every_fact_of_ea
 def test_the_matcher_agrees_with_the_labels_well_beyond_the_first_one() -> None:
     rows = bench.grade(bench.load_pairs(), bench.questions_by_id())
     tp, said, truly = bench.presence(rows, "new")
-    assert tp / said >= 0.95 and tp / truly >= 0.8  # measured 239/242 and 239/273
+    assert tp / said >= 0.95 and tp / truly >= 0.8  # measured 237/240 and 237/271 (239/242, 239/273 before readme-auditor was relabelled as a false premise)
     held_out_claims = [r for r in rows if r["split"] == "held-out" and r["style"] == "claim"]
     tp, said, truly = bench.presence(held_out_claims, "new")
     assert tp / said >= 0.95 and tp / truly >= 0.8  # measured 43/44 and 43/50

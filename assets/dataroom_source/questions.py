@@ -145,7 +145,7 @@ _QUESTIONS = [
       "4.0% per annual increase: the fee may follow the change in CPI-U on each anniversary, "
       "capped at 4.0% (clause 7.4 of the Harwick Falls agreement, still applying from "
       "1 April 2026 under Amendment No. 1).",
-      ["4.0%"], [MSA, AMEND]),
+      ["4.0%"], [MSA, AMEND, CUSTOMERS]),
     q(P, "Which backer put in the most money in the 2022 funding round, and how many shares did it "
          "receive?",
       "Basalt Peak Capital III, L.P., which led the Series B and bought 2,016,000 Series B "
