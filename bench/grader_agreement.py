@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.assets import BUILTIN_QUESTIONS, PYDOCS_CLAIM_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
+from searchbox.evaluation.scoring import answer_verdict as verdict  # noqa: E402
 from searchbox.records.fact_match import match_fact  # noqa: E402
 from searchbox.records.job_folder import JobFolder  # noqa: E402
 from searchbox.citations.facts import span_present  # noqa: E402
@@ -64,11 +65,6 @@ def presence(rows: Iterable[Row], key: str) -> tuple[int, int, int]:
     rows = list(rows)
     said = [r for r in rows if r[key] == "present"]
     return (sum(r["label"] == "present" for r in said), len(said), sum(r["label"] == "present" for r in rows))
-
-
-def verdict(statuses: list[str]) -> str:
-    present = sum(s == "present" for s in statuses)
-    return "correct" if present == len(statuses) else "partial" if present else "wrong"
 
 
 def answers(rows: list[Row]) -> dict[str, list[Row]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from searchbox.evaluation.scoring import answer_verdict
 from searchbox.records.fact_match import match_fact
 from searchbox.citations.facts import span_present
 
@@ -120,3 +121,25 @@ def test_every_verdict_says_what_it_rests_on() -> None:
     nothing = match_fact("Gwendolyn Ostrowski chairs the committee", answer)
     assert nothing.status == "absent" and nothing.passage is None and nothing.explain().startswith("missing ")
     assert set(found.as_dict()) == {"status", "rule", "style", "passage", "missing", "conflict"}
+
+
+@pytest.mark.parametrize(("fact", "answer", "status"), [
+    ("3x", "It is three times faster.", "present"),
+    ("three times faster", "It runs 3x faster.", "present"),
+    ("a 3-fold gain", "a three times gain", "present"),
+    ("181K", "The corpus holds 181,000 documents.", "present"),
+    ("15%", "Churn rose 15 percent.", "present"),
+    ("4.6M parameters", "It has 4.6 million parameters.", "present"),
+    ("dataset name: Linnaeus-Clean", "The dataset is called Linnaeus-Clean.", "present"),
+    ("dataset name: Linnaeus-Clean", "Linnaeus-Clean is the tokenizer.", "absent"),  # the value under another label
+    ("Missing Attribute Values: None", "None of the values are missing.", "absent"),  # a plain word is no value
+    ("37.8 million parameters", "It has a total of 500,000 parameters.", "contradicted"),
+])
+def test_number_forms_and_labelled_facts(fact: str, answer: str, status: str) -> None:
+    assert match_fact(fact, answer).status == status
+
+
+def test_a_wrong_figure_makes_the_answer_wrong_not_partial() -> None:
+    assert answer_verdict(["present", "contradicted"]) == "wrong"
+    assert answer_verdict(["present", "absent"]) == "partial"
+    assert answer_verdict(["present", "present"]) == "correct" and answer_verdict(["absent"]) == "wrong"

@@ -151,7 +151,8 @@ def test_each_fact_says_what_its_verdict_rests_on_and_the_score_names_its_grader
                                    '"The MSA has an initial two-year term that began on 1 April 2022."')
     assert start["status"] == "present" and start["rule"] == "exact"
     assert start["passage"] == "The MSA has an initial two-year term that began on 1 April 2022."
-    assert score["verdict"] == "partial" and score["reason"] == "1 of 2 facts present, 1 contradicted"
+    # A wrong figure earns no credit: an answer with a contradicted fact is wrong, not partial.
+    assert score["verdict"] == "wrong" and score["reason"] == "1 of 2 facts present, 1 contradicted"
     assert score["grader"] == {"lexical": LEXICAL_VERSION, "judge": None}
     printed = format_score(score)
     assert "CONTRADICTED" in printed and "2 where the fact has 3" in printed

@@ -4,7 +4,7 @@ Fuzzy on wording, exact on numbers.
 Both texts are first brought to one canonical form, so that formatting never decides: case,
 whitespace, punctuation, currency symbols and codes, thousands separators, scale words ("$36.2M",
 "$36.2 million" and "$36,200,000" all become 36200000), number words ("twenty-two" -> 22),
-"percent" -> %, and dates ("April 1, 2022", "1st April 2022", "2022-04-01" -> "1 april 2022").
+"percent" -> %, "3x" and "3-fold" -> "3 times", and dates ("April 1, 2022", "1st April 2022", "2022-04-01" -> "1 april 2022").
 `span_present`, the first must-fact matcher (records/fact_match.py builds on it; the citation check looks
 a sentence's figures and names up with it): a fact is present when its canonical form occurs among the
 text's tokens, or when rapidfuzz's partial_ratio finds a close passage that also holds every number of the fact exactly:
@@ -45,6 +45,7 @@ _SCALES = {"thousand": 3, "k": 3, "million": 6, "mn": 6, "m": 6, "billion": 9, "
 _NUMBER = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?"
                      r"(?:\s*(thousand|million|billion|mn|bn)\b|(k|m|b)\b)?")
 _NUMBER_TOKEN = re.compile(r"\d+(?:\.\d+)?")
+_TIMES = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:x|×|-?fold)(?![\w])")
 ACCOUNTING = re.compile(r"\(\s*[$£€]?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*\)")
 
 
@@ -59,6 +60,7 @@ def normalize(text: str) -> str:
     text = re.sub(r"\s*\bper\s*cent\b|\s*\bpercent\b", "%", text)
     text = re.sub(r"\bus\$|[$£€¥]|\b(?:usd|eur|gbp)\b", " ", text)
     text = _NUMBER.sub(_number, text)
+    text = _TIMES.sub(r"\1 times", text)  # "3x", "3×", "3-fold": "3 times"
     text = re.sub(r"['’`]", "", text)  # "attorneys' fees", "Larchmont's"
     text = text.replace("&", " and ").replace("%", " % ")
     text = re.sub(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])", " ", text)  # "FY2024" -> "fy 2024", "Q3" -> "q 3"

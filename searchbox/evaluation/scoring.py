@@ -58,7 +58,7 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     contradicted = sum(f["status"] == "contradicted" for f in facts)
     score["facts"] = facts
     score["fact_recall"] = present / len(facts) if facts else None
-    score["verdict"] = "correct" if facts and present == len(facts) else "partial" if present else "wrong"
+    score["verdict"] = answer_verdict([f["status"] for f in facts])
     if answer is None:
         score["reason"] = "the run has no work/ANSWER.md"
     elif not answer.strip():
@@ -72,6 +72,15 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     score["judge"] = judge_answer(judge, question, text) if judge is not None and score["answer_found"] else None
     score["grader"] = grader_of(judge)
     return score
+
+
+def answer_verdict(statuses: list[str]) -> str:
+    """correct when every fact is present; wrong when none is, or when the answer states another figure or
+    the opposite for one (a contradicted fact: a wrong figure earns no credit); partial otherwise."""
+    present = sum(s == "present" for s in statuses)
+    if statuses and present == len(statuses):
+        return "correct"
+    return "partial" if present and "contradicted" not in statuses else "wrong"
 
 
 def fact_verdict(fact: str, kind: str, answer: str, question: str = "") -> dict[str, Any]:

@@ -45,7 +45,8 @@ from searchbox.citations.facts import ACCOUNTING, normalize, span_present
 
 # Raised whenever a change can turn a verdict: rows graded by different versions are never pooled.
 # 1: citations/facts.py alone (canonical form, or partial_ratio >= 90 with the numbers); 2: this module.
-LEXICAL_VERSION = 2
+# 3: "3x" is "three times"; a fact "label: Value" is present where its value is, under its label's words.
+LEXICAL_VERSION = 3
 STATUSES = ("present", "contradicted", "absent")
 CLAIM_SHARE = 0.6  # of a claim's content weight, in one passage
 CLAIM_WORDS = 4  # a fact of this many words or more, not all a name, is a claim; a shorter one a span
@@ -87,7 +88,7 @@ _STEMMER = Stemmer.Stemmer("english")
 class FactMatch:
     """A fact's verdict in an answer and what it rests on."""
     status: str  # present | contradicted | absent
-    rule: str  # exact | fuzzy | words (all parts in a passage) | claim (enough parts) | accounting | none
+    rule: str  # exact | fuzzy | words (all parts in a passage) | claim (enough parts) | accounting | label | none
     style: str  # span (a short phrase or a name) | claim (a sentence of CLAIM_WORDS words or more)
     passage: str | None = None  # the answer's passage that holds it, contradicts it, or comes closest
     missing: list[str] = field(default_factory=list)  # the fact's parts that passage lacks
@@ -160,6 +161,8 @@ def match_fact(fact: str, answer: str, question: str = "") -> FactMatch:
     dataset has 20,640 instances" is in the answer "20,640 instances" to "How big is the dataset?"."""
     parsed = _parse_fact(fact)
     passages = _passages(answer)
+    if (labelled := _labelled(fact, passages, question)) is not None:
+        return FactMatch("present", "label", parsed.style, labelled.text)
     if span_present(fact, answer) and not _negated_fuzzy(fact, answer, parsed, passages):
         rule = ("accounting" if ACCOUNTING.fullmatch(fact.strip())
                 else "exact" if f" {normalize(fact)} " in f" {normalize(answer)} " else "fuzzy")
@@ -182,6 +185,35 @@ def match_fact(fact: str, answer: str, question: str = "") -> FactMatch:
     if closest is None:
         return FactMatch("absent", "none", parsed.style, None, _ordered(parsed, None) or [fact])
     return FactMatch("absent", "none", parsed.style, closest[1].text, closest[2])
+
+
+_LABELLED = re.compile(r"^([A-Za-z][\w\s-]{0,40}):\s+(\S.*)$")
+
+
+def _labelled(fact: str, passages: tuple[_Passage, ...], question: str) -> _Passage | None:
+    """A fact "label: Value" whose value is a name or figure ("dataset name: Linnaeus-Clean"): present in a
+    passage that holds the value and half the label's words (those the question gives need not be said),
+    however it words the label ("The dataset is called Linnaeus-Clean"). A plain word for a value ("None",
+    "no") is left to the other rules: it could stand anywhere."""
+    match = _LABELLED.match(fact.strip())
+    if match is None or not _specific(match[2]):
+        return None
+    label = [t for t in _significant(normalize(match[1]).split()) if not t.value]
+    asked = _Passage(question, tuple(_significant(normalize(question).split())), frozenset()) if question else None
+    for passage in passages:
+        if not span_present(match[2], passage.text):
+            continue
+        said = [t for t in label if _word_in(t.text, passage) or (asked is not None and _word_in(t.text, asked))]
+        if 2 * len(said) >= len(label):
+            return passage
+    return None
+
+
+def _specific(value: str) -> bool:
+    """A value no answer holds by chance: a digit, a capital inside a word, a joined word ("Linnaeus-Clean",
+    "v2.1", "my_key"), or two capitalised words."""
+    return (bool(re.search(r"\d|\w[A-Z]|\w[-_.]\w", value))
+            or sum(w[:1].isupper() for w in value.split()) >= 2)
 
 
 def _weigh(fact: _Fact, passage: _Passage, given: frozenset[str]) -> _Found:
