@@ -23,7 +23,7 @@ import gradio as gr
 from searchbox.agent.pi import install as pi_install
 from searchbox.llm.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
-from searchbox.settings import Settings, SettingsError, without_userinfo
+from searchbox.settings import Settings, SettingsError, endpoint_forms
 from searchbox.ui.services import shares_operator_key
 
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
@@ -47,8 +47,7 @@ def operator_details(settings: Settings) -> tuple[str, ...]:
     config.json and run_meta.json record them). Nothing for an operator's own app."""
     if settings.searchbox_operator:
         return ()
-    values = {settings.llama_url, without_userinfo(settings.llama_url), settings.cache_dir, settings.jobs_dir,
-              os.path.expanduser("~")}
+    values = {*endpoint_forms(settings.llama_url), settings.cache_dir, settings.jobs_dir, os.path.expanduser("~")}
     if os.path.isabs(settings.llm_gguf):
         values.add(settings.llm_gguf)
     return tuple(sorted(v for v in values if v and v != "/"))
