@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.jobs.store import STATE_FILE, JobRecord, JobStore, QueueLimits
+from searchbox.jobs.store import EXPLORE_PER_ADDRESS, STATE_FILE, JobRecord, JobStore, QueueLimits
 from searchbox.records.files import write_json
 from searchbox.settings import Settings
 
@@ -115,16 +115,31 @@ def test_one_address_and_all_visitors_together_have_only_so_many_runs_waiting(st
     assert not any("203.0.113.7" in (store.job_dir(r.id) / STATE_FILE).read_text() for r in store.list())
 
 
-def test_explorer_datarooms_count_against_the_disk_bound(store: JobStore, source: Path) -> None:
-    """The explorer's datarooms sat in the temp folder, outside SEARCHBOX_JOBS_MAX_MB."""
-    finished = job(store, source, "done", days_ago=0, megabytes=2)
-    folder = store.scratch_folder(settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0))
-    (folder / "blob.bin").write_bytes(b"x" * 2 * MB)
-    assert folder.is_relative_to(store.root) and folder.name not in {r.id for r in store.list()}
-    assert store.prune(0, 3 * MB) == [finished.id]  # 2 MB of jobs + 2 MB explored > 3 MB
-    assert folder.exists()
-    JobStore(store.root)  # a restarted app: no page session holds it any more
-    assert not folder.exists()
+def test_explorer_datarooms_never_cost_another_visitor_a_finished_run(store: JobStore, source: Path) -> None:
+    """Issue #32 item 1: with SEARCHBOX_JOBS_MAX_MB=3, a visitor's finished run, three fresh sessions each
+    loading 1.1 MB in the explorer and one more run: the run's folder was pruned to make room for scratch."""
+    knobs = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=3)
+    finished = job(store, source, "done", days_ago=0, megabytes=1)
+    folders = []
+    for stranger in ("a" * 32, "b" * 32, "c" * 32):
+        folder = store.scratch_folder(knobs, stranger)
+        (folder / "room.bin").write_bytes(b"x" * (11 * MB // 10))
+        folders.append(folder)
+    store.create("one more run", source, {}, "bob", knobs)
+    assert finished.id in left(store) and (store.job_dir(finished.id) / "work" / "blob.bin").exists()
+    # The explorer's own bound: all its folders together fit the same total, its oldest go first.
+    store.scratch_folder(knobs, "d" * 32)
+    assert not folders[0].exists() and folders[2].exists() and finished.id in left(store)
+    JobStore(store.root)  # a restarted app: no page session holds any of them any more
+    assert not any(f.exists() for f in folders)
+
+
+def test_one_address_holds_only_so_many_explorer_datarooms(store: JobStore) -> None:
+    knobs = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
+    mine = [store.scratch_folder(knobs, "e" * 32) for _ in range(EXPLORE_PER_ADDRESS + 2)]
+    theirs = store.scratch_folder(knobs, "f" * 32)
+    assert [f.exists() for f in mine] == [False, False] + [True] * EXPLORE_PER_ADDRESS
+    assert theirs.exists()
 
 
 def test_a_job_just_created_counts_once_against_the_limit(store: JobStore, source: Path,
