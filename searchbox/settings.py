@@ -221,6 +221,11 @@ class Settings:
         10, "runs one client address may have queued, running or preempted at once, whatever visitor ids its calls "
         "send (on a Hugging Face Space: the address its proxy forwards); 0 = no limit"
     )
+    searchbox_trusted_proxies: str = knob(
+        "", "comma-separated addresses of the reverse proxies in front of the app whose X-Forwarded-For is "
+        "believed (the rightmost hop that is not one of them is the client); empty: none, the peer's own "
+        "address counts (on a Hugging Face Space the last hop its proxy adds)"
+    )
     searchbox_max_queued_total: int = knob(
         50, "runs all visitors of the app together may have queued, running or preempted at once (0 = no limit)"
     )

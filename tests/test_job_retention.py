@@ -264,3 +264,45 @@ def test_an_api_caller_cannot_dodge_the_limit_with_new_visitor_ids(tmp_path: Pat
             caller.predict(*search_args("run 2", "new-id-2"), api_name="/search")
         for submitted in running:
             assert "**done**" in str(submitted.result(timeout=120)[0])
+
+
+@pytest.mark.slow  # the real app in a subprocess
+def test_a_forwarded_header_from_an_untrusted_peer_picks_no_address(tmp_path: Path) -> None:
+    """Issue #32 item 4: uvicorn believed X-Forwarded-For from any loopback peer, so a caller behind a
+    local tunnel chose its own address per call and passed the per-address limit (5 of 5 queued
+    against 3). With no SEARCHBOX_TRUSTED_PROXIES, the peer's own address counts."""
+    from gradio_client import Client
+
+    from testkit.app_server import running_app, throwaway_home
+    from testkit.load_harness import search_args
+    from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+
+    slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)
+    with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("forwarded") as home, \
+            running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_PER_ADDRESS="2") as url:
+        callers = [Client(url, verbose=False, headers={"X-Forwarded-For": f"203.0.113.{n}"}) for n in range(3)]
+        running = [callers[n].submit(*search_args(f"run {n}", f"id-{n}"), api_name="/search") for n in range(2)]
+        deadline = time.time() + 60
+        while len(list((home / "jobs").glob("*/job.json"))) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        with pytest.raises(Exception, match="Your address already has 2 runs queued or running"):
+            callers[2].predict(*search_args("run 2", "id-2"), api_name="/search")
+        for submitted in running:
+            assert "**done**" in str(submitted.result(timeout=120)[0])
+
+
+def test_behind_a_named_proxy_the_rightmost_untrusted_hop_is_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gradio as gr
+    from starlette.requests import Request
+
+    from searchbox.ui.visitors import client_address
+
+    def seen(peer: str, forwarded: str) -> str:
+        scope = {"type": "http", "client": (peer, 5000), "headers": [(b"x-forwarded-for", forwarded.encode())]}
+        return client_address(gr.Request(request=Request(scope)))
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setenv("SEARCHBOX_TRUSTED_PROXIES", "10.0.0.2, 10.0.0.3")
+    assert seen("10.0.0.2", "6.6.6.6, 198.51.100.7, 10.0.0.3") == "198.51.100.7"  # the client's own claim skipped
+    assert seen("127.0.0.1", "198.51.100.7") == "127.0.0.1"  # a peer not named: its header is ignored
+    assert seen("10.0.0.2", "") == "10.0.0.2"

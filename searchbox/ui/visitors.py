@@ -34,12 +34,24 @@ def client_address(request: gr.Request | None) -> str:
     """The address a call came from; empty when there is no request (a call from Python)."""
     if request is None:
         return ""
+    hops = [hop.strip() for hop in (request.headers.get("x-forwarded-for") or "").split(",") if hop.strip()]
     if os.environ.get("SPACE_ID"):
-        hops = [hop.strip() for hop in (request.headers.get("x-forwarded-for") or "").split(",") if hop.strip()]
         if hops:
-            return hops[-1]
+            return hops[-1]  # HF's proxy appends the address it saw
     client = request.client
-    return client.host if client is not None and client.host else ""
+    peer = client.host if client is not None and client.host else ""
+    trusted = trusted_proxies()
+    if peer not in trusted:
+        return peer  # a header from anyone else is the client's own word
+    for hop in reversed(hops):  # the rightmost hop no trusted proxy added is the client
+        if hop not in trusted:
+            return hop
+    return peer
+
+
+def trusted_proxies() -> set[str]:
+    """SEARCHBOX_TRUSTED_PROXIES as a set (read per call: the app process sets it once at start)."""
+    return {p.strip() for p in os.environ.get("SEARCHBOX_TRUSTED_PROXIES", "").split(",") if p.strip()}
 
 
 def operator_details(settings: Settings) -> tuple[str, ...]:
