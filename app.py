@@ -30,6 +30,10 @@ def main() -> None:
     if sandbox.requested == "off" and sandbox.name != "off":  # a public app never runs bash unconfined
         print(f"!!! searchbox: {sandbox.reason}", file=sys.stderr, flush=True)
     auth = tuple(settings.searchbox_auth.split(":", 1)) if ":" in settings.searchbox_auth else None
+    # uvicorn rewrites a loopback peer's address from X-Forwarded-For by default (FORWARDED_ALLOW_IPS),
+    # so a client behind a local tunnel could pick its own; client_address decides, from the real peer.
+    os.environ["FORWARDED_ALLOW_IPS"] = "0.0.0.0/32"  # a peer that never connects: uvicorn trusts no one
+    os.environ["SEARCHBOX_TRUSTED_PROXIES"] = settings.searchbox_trusted_proxies
     app = build_app(settings).queue(default_concurrency_limit=8)
     # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.
     print(f"searchbox: http://{args.host}:{args.port}/" + ("" if args.share else "  (python app.py --share for a public link)"),

@@ -317,7 +317,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     if args.engine == "ray":
         from searchbox.evaluation.sweep_ray import RayEngine
 
-        engine = RayEngine(args.ray_address or os.environ.get("RAY_ADDRESS") or None, on_note=print)
+        engine = RayEngine(args.ray_address or os.environ.get("RAY_ADDRESS") or None, on_note=print, folder=out)
     judge = connect_judge(args, base)
     try:
         results = run_sweep(matrix, questions, source, out, base, endpoints=endpoints, progress=progress,

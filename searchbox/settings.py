@@ -221,6 +221,11 @@ class Settings:
         10, "runs one client address may have queued, running or preempted at once, whatever visitor ids its calls "
         "send (on a Hugging Face Space: the address its proxy forwards); 0 = no limit"
     )
+    searchbox_trusted_proxies: str = knob(
+        "", "comma-separated addresses of the reverse proxies in front of the app whose X-Forwarded-For is "
+        "believed (the rightmost hop that is not one of them is the client); empty: none, the peer's own "
+        "address counts (on a Hugging Face Space the last hop its proxy adds)"
+    )
     searchbox_max_queued_total: int = knob(
         50, "runs all visitors of the app together may have queued, running or preempted at once (0 = no limit)"
     )
@@ -390,6 +395,26 @@ def without_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def endpoint_forms(url: str) -> set[str]:
+    """Every form in which an endpoint URL may be written down by a run: as given, without credentials,
+    without a trailing / or /chat/completions, as the OpenAI base Pi is given (models.json: `.../v1`),
+    and its host and port. A bare host name is one only when it has a dot or colon in it (an address or
+    a domain): a one-label name such as `llm` is too likely an ordinary word of an answer."""
+    if not url:
+        return set()
+    bare = without_userinfo(url)
+    trimmed = bare.rstrip("/").removesuffix("/chat/completions").rstrip("/")
+    forms = {url, bare, trimmed, trimmed if trimmed.endswith("/v1") else trimmed + "/v1",
+             trimmed.removesuffix("/v1")}
+    parts = urlsplit(bare)
+    if parts.netloc:
+        forms.add(parts.netloc)
+        host = parts.hostname or ""
+        if "." in host or ":" in host:
+            forms.add(host)
+    return {form for form in forms if form and form not in ("http:", "https:")}
 
 
 def default_cache_dir(configured: str = "") -> str:

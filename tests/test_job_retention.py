@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.jobs.store import STATE_FILE, JobRecord, JobStore, QueueLimits
+from searchbox.jobs.store import EXPLORE_PER_ADDRESS, STATE_FILE, JobRecord, JobStore, QueueLimits
 from searchbox.records.files import write_json
 from searchbox.settings import Settings
 
@@ -115,16 +115,31 @@ def test_one_address_and_all_visitors_together_have_only_so_many_runs_waiting(st
     assert not any("203.0.113.7" in (store.job_dir(r.id) / STATE_FILE).read_text() for r in store.list())
 
 
-def test_explorer_datarooms_count_against_the_disk_bound(store: JobStore, source: Path) -> None:
-    """The explorer's datarooms sat in the temp folder, outside SEARCHBOX_JOBS_MAX_MB."""
-    finished = job(store, source, "done", days_ago=0, megabytes=2)
-    folder = store.scratch_folder(settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0))
-    (folder / "blob.bin").write_bytes(b"x" * 2 * MB)
-    assert folder.is_relative_to(store.root) and folder.name not in {r.id for r in store.list()}
-    assert store.prune(0, 3 * MB) == [finished.id]  # 2 MB of jobs + 2 MB explored > 3 MB
-    assert folder.exists()
-    JobStore(store.root)  # a restarted app: no page session holds it any more
-    assert not folder.exists()
+def test_explorer_datarooms_never_cost_another_visitor_a_finished_run(store: JobStore, source: Path) -> None:
+    """Issue #32 item 1: with SEARCHBOX_JOBS_MAX_MB=3, a visitor's finished run, three fresh sessions each
+    loading 1.1 MB in the explorer and one more run: the run's folder was pruned to make room for scratch."""
+    knobs = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=3)
+    finished = job(store, source, "done", days_ago=0, megabytes=1)
+    folders = []
+    for stranger in ("a" * 32, "b" * 32, "c" * 32):
+        folder = store.scratch_folder(knobs, stranger)
+        (folder / "room.bin").write_bytes(b"x" * (11 * MB // 10))
+        folders.append(folder)
+    store.create("one more run", source, {}, "bob", knobs)
+    assert finished.id in left(store) and (store.job_dir(finished.id) / "work" / "blob.bin").exists()
+    # The explorer's own bound: all its folders together fit the same total, its oldest go first.
+    store.scratch_folder(knobs, "d" * 32)
+    assert not folders[0].exists() and folders[2].exists() and finished.id in left(store)
+    JobStore(store.root)  # a restarted app: no page session holds any of them any more
+    assert not any(f.exists() for f in folders)
+
+
+def test_one_address_holds_only_so_many_explorer_datarooms(store: JobStore) -> None:
+    knobs = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=0)
+    mine = [store.scratch_folder(knobs, "e" * 32) for _ in range(EXPLORE_PER_ADDRESS + 2)]
+    theirs = store.scratch_folder(knobs, "f" * 32)
+    assert [f.exists() for f in mine] == [False, False] + [True] * EXPLORE_PER_ADDRESS
+    assert theirs.exists()
 
 
 def test_a_job_just_created_counts_once_against_the_limit(store: JobStore, source: Path,
@@ -249,3 +264,45 @@ def test_an_api_caller_cannot_dodge_the_limit_with_new_visitor_ids(tmp_path: Pat
             caller.predict(*search_args("run 2", "new-id-2"), api_name="/search")
         for submitted in running:
             assert "**done**" in str(submitted.result(timeout=120)[0])
+
+
+@pytest.mark.slow  # the real app in a subprocess
+def test_a_forwarded_header_from_an_untrusted_peer_picks_no_address(tmp_path: Path) -> None:
+    """Issue #32 item 4: uvicorn believed X-Forwarded-For from any loopback peer, so a caller behind a
+    local tunnel chose its own address per call and passed the per-address limit (5 of 5 queued
+    against 3). With no SEARCHBOX_TRUSTED_PROXIES, the peer's own address counts."""
+    from gradio_client import Client
+
+    from testkit.app_server import running_app, throwaway_home
+    from testkit.load_harness import search_args
+    from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+
+    slow = Reply(text="Still thinking about it.", chunk_chars=1, delay_s=0.2)
+    with ScriptedEndpoint(default=slow) as endpoint, throwaway_home("forwarded") as home, \
+            running_app(home, LLAMA_URL=endpoint.url, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_PER_ADDRESS="2") as url:
+        callers = [Client(url, verbose=False, headers={"X-Forwarded-For": f"203.0.113.{n}"}) for n in range(3)]
+        running = [callers[n].submit(*search_args(f"run {n}", f"id-{n}"), api_name="/search") for n in range(2)]
+        deadline = time.time() + 60
+        while len(list((home / "jobs").glob("*/job.json"))) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        with pytest.raises(Exception, match="Your address already has 2 runs queued or running"):
+            callers[2].predict(*search_args("run 2", "id-2"), api_name="/search")
+        for submitted in running:
+            assert "**done**" in str(submitted.result(timeout=120)[0])
+
+
+def test_behind_a_named_proxy_the_rightmost_untrusted_hop_is_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gradio as gr
+    from starlette.requests import Request
+
+    from searchbox.ui.visitors import client_address
+
+    def seen(peer: str, forwarded: str) -> str:
+        scope = {"type": "http", "client": (peer, 5000), "headers": [(b"x-forwarded-for", forwarded.encode())]}
+        return client_address(gr.Request(request=Request(scope)))
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.setenv("SEARCHBOX_TRUSTED_PROXIES", "10.0.0.2, 10.0.0.3")
+    assert seen("10.0.0.2", "6.6.6.6, 198.51.100.7, 10.0.0.3") == "198.51.100.7"  # the client's own claim skipped
+    assert seen("127.0.0.1", "198.51.100.7") == "127.0.0.1"  # a peer not named: its header is ignored
+    assert seen("10.0.0.2", "") == "10.0.0.2"

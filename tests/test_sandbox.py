@@ -276,3 +276,23 @@ def test_an_app_running_unprivileged_gets_the_same_confinement() -> None:
         assert (work / "mine.txt").read_text() == "ok\n" and sorted(p.name for p in (work / "dataroom").iterdir()) == ["a.md"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_level_does_not_depend_on_the_apps_path() -> None:
+    """Issue #32 item 6: an app started without /usr/sbin on PATH found no pivot_root and silently ran
+    bash at landlock; the helpers are looked up by absolute path, so it gets the same level."""
+    from searchbox.tools.sandbox.levels import choose
+
+    root = Path(__file__).resolve().parents[1]
+    probe = "from searchbox.tools.sandbox.levels import choose; print(choose('auto').name)"
+
+    def level_with_path(path: str) -> str:
+        done = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PATH": path})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    if choose("auto").name != "namespaces":
+        pytest.skip(f"the namespace level is not available here: {choose('auto').reason}")
+    assert level_with_path("/usr/bin:/bin") == "namespaces"
+    assert level_with_path("/nonexistent") == "namespaces"

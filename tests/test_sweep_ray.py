@@ -7,6 +7,7 @@ Each test starts and stops its own cluster (a head that runs nothing and two wor
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,10 +15,12 @@ from typing import Any
 
 import pytest
 
-from testkit.ray_cluster import facts_of, run_in_loopback
+from testkit.ray_cluster import facts_of, loopback_prefix, run_in_loopback
 from test_ablation import MATRIX, QUESTIONS, comparable
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.records.files import read_json, read_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
 CELLS = [[e["name"], q["id"], 1] for e in MATRIX["entries"] for q in QUESTIONS]
@@ -111,3 +114,35 @@ def test_a_sweep_with_the_real_packaged_model_on_a_local_ray_cluster(tmp_path: P
         assert meta["model_id"].startswith("gemma-3-270m") and meta["backends"]["llm"] == "llamacpp"
         assert meta["backends"]["llm_runtime"]["kv_reuse"].startswith("aligned")  # how the node's runtime kept its cache
     assert read_json(out / "sweep.json")["engine"] == "ray" and read_json(out / "summary.json")["runs"] == 4
+
+
+def test_a_local_clusters_token_stays_in_the_sweeps_folder_0600_and_goes_with_the_cluster(tmp_path: Path) -> None:
+    """Issue #32 item 6: Ray wrote a local cluster's token to ~/.ray/auth_token, mode 0644, and left it."""
+    import os
+    import stat
+
+    home, sweep_dir = tmp_path / "home", tmp_path / "sweep"
+    home.mkdir()
+    (tmp_path / "room").mkdir()
+    (tmp_path / "room" / "a.txt").write_text("a\n")
+    script = f"""
+import json, os, stat, sys
+from pathlib import Path
+from searchbox.evaluation.sweep_ray import RayEngine
+engine = RayEngine(None, folder=Path({str(sweep_dir)!r}))
+engine.open(Path({str(tmp_path / 'room')!r}), None)
+tokens = [str(p) for p in (Path({str(home)!r}), Path({str(sweep_dir)!r})) for p in p.rglob('*token*')]
+during = {{p: oct(stat.S_IMODE(os.stat(p).st_mode)) for p in tokens}}
+engine.close()
+print(json.dumps(during))
+"""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}  # no operator token
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0")
+    done = subprocess.run([*loopback_prefix(), sys.executable, "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    during = json.loads(done.stdout.strip().splitlines()[-1])
+    assert during, "no auth token was written while the cluster ran"
+    assert all(mode == oct(stat.S_IRUSR | stat.S_IWUSR) for mode in during.values()), during
+    assert all(Path(path).is_relative_to(sweep_dir) for path in during), f"a token outside the sweep's folder: {during}"
+    assert not list(home.rglob("*token*")) and not list(sweep_dir.rglob("*token*")), "the token outlived the cluster"

@@ -127,11 +127,13 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
 
 
 def _loading_message(settings: Settings) -> str:
-    """Which model the run is about to use, before the wait for it: the endpoint's host only (a URL may
-    carry credentials), a local GGUF's file name only (the feed is a visitor's too; the folder is the server's)."""
+    """Which model the run is about to use, before the wait for it: the endpoint's host only, and only
+    for an operator's app (a URL may carry credentials), a local GGUF's file name only (the feed is a visitor's too; the folder is the server's)."""
     if settings.llama_url:
         from urllib.parse import urlsplit
 
-        return f"connecting to {settings.model_id or 'the model'} at {urlsplit(settings.llama_url).hostname or 'the endpoint'}"
+        # A public app's feed is every visitor's: its operator's endpoint host is not theirs to see.
+        host = urlsplit(settings.llama_url).hostname if settings.searchbox_operator else None
+        return f"connecting to {settings.model_id or 'the model'} at {host or 'the endpoint'}"
     gguf = Path(settings.llm_gguf).name if os.path.isabs(settings.llm_gguf) else settings.llm_gguf
     return f"loading the model {gguf} (a first load reads the whole file)"

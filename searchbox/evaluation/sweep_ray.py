@@ -57,6 +57,8 @@ DATAROOM_CACHE = "sweep-datarooms"
 # CPU (a head started with --num-cpus 0) takes none.
 RUN_CPUS = 0.125
 STOP_POLL_S = 1.0  # how long a task's watcher waits on the stop flag per call
+TOKEN_PATH_VAR = "RAY_AUTH_TOKEN_PATH"  # where Ray reads a cluster's auth token from
+TOKEN_FILE = ".ray_auth_token"  # in the sweep's folder, while a local cluster of the sweep runs
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # what a local cluster's workers import searchbox from
 
 
@@ -64,8 +66,10 @@ class RayEngine:
     name = "ray"
 
     def __init__(self, address: str | None = None, run_fn: RunFn = connect_and_run,
-                 on_note: Callable[[str], None] | None = None) -> None:
+                 on_note: Callable[[str], None] | None = None, folder: Path | None = None) -> None:
         self.address, self.run_fn, self.on_note = address, run_fn, on_note or (lambda note: None)
+        self.folder = folder  # the sweep's own folder: where a local cluster's auth token is kept
+        self.token_file: Path | None = None
         self.in_flight: Counter[str] = Counter()  # this sweep's runs per node id
         self.lost = 0  # cells whose node went away (each ran again)
         self.fetches: Counter[str] = Counter()  # dataroom fetches from the object store, per node id
@@ -80,6 +84,7 @@ class RayEngine:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
             self.on_note(f"ray: attached to the cluster at {self.address}")
         else:  # "local": never attach to a cluster some earlier `ray start` left recorded
+            self._private_token()
             ray.init(address="local", include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": str(PACKAGE_ROOT)}})
             self.started_cluster = True
@@ -143,6 +148,36 @@ class RayEngine:
 
         if ray.is_initialized():
             ray.shutdown()  # a local cluster ends with it; a remote one only loses this driver
+        if self.token_file is not None:  # the cluster it opened is gone: so is its token
+            self.token_file.unlink(missing_ok=True)
+            if os.environ.get(TOKEN_PATH_VAR) == str(self.token_file):
+                del os.environ[TOKEN_PATH_VAR]
+            if self.folder is None:
+                shutil.rmtree(self.token_file.parent, ignore_errors=True)  # the private folder made for it
+            self.token_file = None
+
+    def _private_token(self) -> None:
+        """A local cluster's auth token in the sweep's folder, mode 0600, named by RAY_AUTH_TOKEN_PATH.
+
+        Left to itself, Ray writes a new local cluster's token to ~/.ray/auth_token with mode 0644
+        (readable by every user of the machine) and never removes it. An operator's own token
+        (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH) or RAY_AUTH_MODE=disabled is left as it is.
+        """
+        if TOKEN_PATH_VAR in os.environ or "RAY_AUTH_TOKEN" in os.environ:
+            return
+        if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+            return
+        from ray._private.authentication.authentication_token_generator import generate_new_authentication_token
+
+        folder = Path(self.folder) if self.folder is not None else Path(tempfile.mkdtemp(prefix="searchbox-ray-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / TOKEN_FILE
+        path.unlink(missing_ok=True)  # one left by a sweep that was killed: a fresh cluster, a fresh token
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(generate_new_authentication_token())
+        os.environ[TOKEN_PATH_VAR] = str(path)  # read by this driver and inherited by the cluster it starts
+        self.token_file = path
 
     @staticmethod
     def _nodes() -> list[str]:

@@ -23,7 +23,7 @@ BUNDLE_MAX_BYTES = 256 << 20
 _SCRATCH = ".searchbox"
 LEFT_OUT_NAME = "LEFT_OUT.txt"
 HIDDEN = "(the app's own)"
-_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".txt")
+_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".txt", ".log")  # .log: Pi's stderr names its endpoint
 
 
 def make_bundle(job_dir: Path, hide: Sequence[str] = ()) -> Path:

@@ -10,7 +10,8 @@ A job is built in a hidden staging folder and renamed into place only once its j
 a refused dataroom or a crash mid-create never leaves a half-made job that listing would show.
 
 A public app's disk stays bounded (design §5): each new job or explorer folder first prunes finished jobs,
-oldest first, past an age and while all jobs and explorer folders take more than a total size; a queued,
+oldest first, past an age and while all jobs take more than a total size; explorer folders have their own
+bound (a few per client address, and the same total size for all of them) and never cost a run; a queued,
 running, paused or held job is never removed. A visitor may have only so many runs waiting at once, so one cannot fill the queue all wait in:
 counted by the visitor id their page sends (`owner`), by the client address the server saw (`visitor`,
 which an API caller cannot change by sending another id), and over all visitors together.
@@ -95,6 +96,7 @@ class QueueLimits:
 _STALE_STAGING_S = 3600  # a half-made job folder this old was left by a crash, not by a create in progress
 _REMOVING = ".removing-"  # a pruned job is renamed out of the listing first, then deleted
 EXPLORE_DIR = ".explore"
+EXPLORE_PER_ADDRESS = 2  # explorer datarooms one client address holds at once (a tab or two)
 _VISITOR_KEY = ".visitor-key"
 
 
@@ -135,13 +137,31 @@ class JobStore:
             self._visitor_key = self._visitor_key or _secret_key(self.root / _VISITOR_KEY)
         return hmac.new(self._visitor_key, address.encode(), hashlib.sha256).hexdigest()[:32]
 
-    def scratch_folder(self, base_settings: Settings) -> Path:
-        """A new, empty folder for a dataroom loaded in the explorer, among the jobs, so that it counts
-        against SEARCHBOX_JOBS_MAX_MB: finished jobs are pruned first to make room. The caller removes it."""
+    def scratch_folder(self, base_settings: Settings, visitor: str = "") -> Path:
+        """A new, empty folder for a dataroom loaded in the explorer, named by its visitor (the digest of
+        the client address). Scratch never costs another visitor a finished run: each address keeps at
+        most EXPLORE_PER_ADDRESS folders (its own oldest go first), and while all explorer folders take
+        more than SEARCHBOX_JOBS_MAX_MB the oldest explorer folders go, never a job. The caller removes it."""
         self.prune(base_settings.searchbox_keep_days * 86400.0, base_settings.searchbox_jobs_max_mb * 2**20)
         root = self.root / EXPLORE_DIR
         root.mkdir(mode=0o700, exist_ok=True)
-        return Path(tempfile.mkdtemp(dir=root))
+        owner = visitor if _ID.match(visitor or "-") else "anon"
+        with self._lock:
+            folders = sorted((p for p in root.iterdir() if p.is_dir() and not p.is_symlink()),
+                             key=lambda p: p.stat().st_mtime)
+            own = [p for p in folders if p.name.startswith(owner + "-")]
+            for path in own[:max(0, len(own) - EXPLORE_PER_ADDRESS + 1)]:  # room for the new one
+                remove_job_folder(path)
+                folders.remove(path)
+            max_bytes = base_settings.searchbox_jobs_max_mb * 2**20
+            sizes = {p: _disk_bytes(p) for p in folders} if max_bytes else {}
+            total = sum(sizes.values())
+            for path in folders:
+                if not max_bytes or total <= max_bytes:
+                    break
+                remove_job_folder(path)
+                total -= sizes[path]
+            return Path(tempfile.mkdtemp(prefix=owner + "-", dir=root))
 
     def job_dir(self, job_id: str) -> Path:
         if not _ID.match(job_id):
@@ -233,7 +253,8 @@ class JobStore:
         with self._lock:  # two creates at once must not measure or delete the same jobs twice
             records = sorted(self.list(), key=lambda r: r.updated_at)  # updated last when it finished
             sizes = {r.id: self._disk_bytes(r) for r in records}
-            total, removed = sum(sizes.values()) + _disk_bytes(self.root / EXPLORE_DIR), []
+            # Jobs only: explorer scratch has its own budget (scratch_folder) and never makes a run go.
+            total, removed = sum(sizes.values()), []
             for record in (r for r in records if r.finished):
                 too_old = bool(max_age_s) and now - record.updated_at > max_age_s
                 if too_old or (max_bytes and total > max_bytes):

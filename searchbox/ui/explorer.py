@@ -31,6 +31,7 @@ from searchbox.settings import RETRIEVAL_PRESETS, Settings
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.tool import Tool
 from searchbox.ui.services import Services
+from searchbox.ui.visitors import client_address
 from searchbox.workspace import Workspace
 
 STATUS_COLUMNS = ["path", "status", "reason", "chars", "chunks"]
@@ -116,18 +117,22 @@ class Explorer:
         self._held: dict[str, Workspace] = {}  # page session -> its loaded dataroom
         self._lock = threading.Lock()
 
-    def new_folder(self) -> Path:
-        return self.services.store.scratch_folder(self.services.settings)
+    def new_folder(self, request: gr.Request | None = None) -> Callable[[], Path]:
+        """A maker of the session's scratch folder, under its client address's own explorer budget."""
+        store = self.services.store
+        visitor = store.visitor_of(client_address(request))
+        return lambda: store.scratch_folder(self.services.settings, visitor)
 
     def load(self, upload: str | None, previous: Workspace | None, preset: str | None,
              request: gr.Request) -> tuple[Workspace, str, list[list[Any]]]:
-        workspace, summary, rows = load_dataroom(upload, self.settings, self.new_folder, previous, preset)
+        workspace, summary, rows = load_dataroom(upload, self.settings, self.new_folder(request), previous, preset)
         self._hold(request, workspace)
         return workspace, summary, rows
 
     def run(self, workspace: Workspace | None, name: str, raw_args: str, preset: str | None,
             request: gr.Request) -> tuple[Workspace, list[list[Any]], str]:
-        loaded, rows, raw = run_tool(workspace, name, raw_args, self.settings, self.new_folder, preset, bash=self.bash)
+        loaded, rows, raw = run_tool(workspace, name, raw_args, self.settings, self.new_folder(request), preset,
+                                    bash=self.bash)
         self._hold(request, loaded)
         return loaded, rows, raw
 

@@ -23,7 +23,7 @@ import gradio as gr
 from searchbox.agent.pi import install as pi_install
 from searchbox.llm.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
-from searchbox.settings import Settings, SettingsError, without_userinfo
+from searchbox.settings import Settings, SettingsError, endpoint_forms
 from searchbox.ui.services import shares_operator_key
 
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
@@ -34,12 +34,24 @@ def client_address(request: gr.Request | None) -> str:
     """The address a call came from; empty when there is no request (a call from Python)."""
     if request is None:
         return ""
+    hops = [hop.strip() for hop in (request.headers.get("x-forwarded-for") or "").split(",") if hop.strip()]
     if os.environ.get("SPACE_ID"):
-        hops = [hop.strip() for hop in (request.headers.get("x-forwarded-for") or "").split(",") if hop.strip()]
         if hops:
-            return hops[-1]
+            return hops[-1]  # HF's proxy appends the address it saw
     client = request.client
-    return client.host if client is not None and client.host else ""
+    peer = client.host if client is not None and client.host else ""
+    trusted = trusted_proxies()
+    if peer not in trusted:
+        return peer  # a header from anyone else is the client's own word
+    for hop in reversed(hops):  # the rightmost hop no trusted proxy added is the client
+        if hop not in trusted:
+            return hop
+    return peer
+
+
+def trusted_proxies() -> set[str]:
+    """SEARCHBOX_TRUSTED_PROXIES as a set (read per call: the app process sets it once at start)."""
+    return {p.strip() for p in os.environ.get("SEARCHBOX_TRUSTED_PROXIES", "").split(",") if p.strip()}
 
 
 def operator_details(settings: Settings) -> tuple[str, ...]:
@@ -47,8 +59,7 @@ def operator_details(settings: Settings) -> tuple[str, ...]:
     config.json and run_meta.json record them). Nothing for an operator's own app."""
     if settings.searchbox_operator:
         return ()
-    values = {settings.llama_url, without_userinfo(settings.llama_url), settings.cache_dir, settings.jobs_dir,
-              os.path.expanduser("~")}
+    values = {*endpoint_forms(settings.llama_url), settings.cache_dir, settings.jobs_dir, os.path.expanduser("~")}
     if os.path.isabs(settings.llm_gguf):
         values.add(settings.llm_gguf)
     return tuple(sorted(v for v in values if v and v != "/"))

@@ -24,6 +24,16 @@ class PiPaths:
         return self.root / "agent"
 
     @property
+    def project(self) -> Path:
+        """Pi's working folder: empty, the app's own, outside work/.
+
+        Pi reads `<cwd>/.pi/` as project settings (extensions, packages, skills) and runs them
+        unconfined; with work/ as its cwd, a `.pi/` that bash wrote there would be loaded. Bash never
+        sees this folder, so nothing a document makes the model write can become Pi's settings.
+        """
+        return self.root / "project"
+
+    @property
     def sessions(self) -> Path:
         return self.root / "sessions"
 
@@ -61,7 +71,7 @@ def url_problem(llama_url: str) -> str | None:
 
 def write_agent_dir(paths: PiPaths, url: str, model_id: str, context_window: int, max_tokens: int) -> None:
     """models.json with one provider, the run's model; settings.json keeps Pi's loop as it ships."""
-    for folder in (paths.agent_dir, paths.sessions, paths.home):
+    for folder in (paths.agent_dir, paths.sessions, paths.home, paths.project):
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
         "baseUrl": url, "api": "openai-completions", "apiKey": "searchbox",

@@ -110,9 +110,6 @@ class PiLoop:
         problem = pi_problem() or (url_problem(self.settings.llama_url) if self.settings.llama_url else None)
         if problem:
             raise _RunOver("error_harness", problem)
-        if (self.folder.work / ".pi").exists() or (self.folder.work / ".pi").is_symlink():
-            # Pi would read work/.pi/ as project settings (extensions, packages) outside any sandbox.
-            raise _RunOver("error_harness", "work/.pi exists: Pi would load it as project settings, so it is not started")
         url, model_id = self._model_endpoint(stack)
         write_agent_dir(self.paths, url, model_id, self.settings.context_window, self.settings.max_output_tokens)
         token = secrets.token_hex(16)
@@ -126,7 +123,7 @@ class PiLoop:
                 f"{day.isoformat()} reaches only the task block appended to it: a Pi run repeats only on the day it ran")))
         argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes),
                        self.paths.session_file())
-        self.pi = PiProcess(argv, cwd=self.folder.work, env=pi_env(self.paths, token, server.path),
+        self.pi = PiProcess(argv, cwd=self.paths.project, env=pi_env(self.paths, token, server.path),
                             stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
         stack.callback(self.pi.close)
         started = time.monotonic()

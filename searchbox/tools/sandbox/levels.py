@@ -71,8 +71,12 @@ def choose(requested: str = "auto") -> Level:
     if requested in ("auto", "namespaces"):
         if namespaces.available():
             return Level(requested, "namespaces", "")
-        refused.append("namespaces: this host refuses the mount, pid or network namespace bash needs"
-                       + ("" if os.geteuid() == 0 else " (no unprivileged user namespaces)"))
+        missing = namespaces.missing_helpers()
+        if missing:
+            refused.append(f"namespaces: no {', '.join(missing)} in {namespaces.SYSTEM_PATH}")
+        else:
+            refused.append("namespaces: this host refuses the mount, pid or network namespace bash needs"
+                           + ("" if os.geteuid() == 0 else " (no unprivileged user namespaces)"))
     if requested in ("auto", "landlock"):
         why = landlock.unavailable_reason()
         if not why:

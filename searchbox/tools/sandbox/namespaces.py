@@ -17,6 +17,11 @@ from pathlib import Path
 from searchbox.tools.sandbox.plumbing import ROOT_MOUNT, open_scratch
 
 SANDBOX_UID = 65534  # "nobody": who bash runs as when the app runs as root
+# Where the helpers (unshare, setpriv, pivot_root, mount) are looked for, and the probe's PATH: never
+# the app's own PATH, since an app started without /usr/sbin on it found no pivot_root and silently ran
+# bash at landlock instead of namespaces.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HELPERS = ("unshare", "setpriv", "pivot_root", "mount")
 
 # What bash may see of the host's /etc: the loader's cache and the alternatives' links (awk, editor),
 # time zone and file-type data. No accounts, no package-manager or tool configs, no credentials.
@@ -105,10 +110,15 @@ def available() -> bool:
     return bool(wrapper())
 
 
+def missing_helpers() -> list[str]:
+    """The helpers the namespace level needs that are in none of SYSTEM_PATH's folders."""
+    return [name for name in HELPERS if shutil.which(name, path=SYSTEM_PATH) is None]
+
+
 @functools.cache
 def wrapper() -> tuple[str, ...]:
     """The namespace wrapper under which SCRIPT works on this host, else ()."""
-    tools = [shutil.which(name) for name in ("unshare", "setpriv", "pivot_root", "mount")]
+    tools = [shutil.which(name, path=SYSTEM_PATH) for name in HELPERS]  # absolute paths, whatever PATH is
     if None in tools:
         return ()
     users = () if os.geteuid() == 0 else ("--user", "--map-root-user")
@@ -122,7 +132,8 @@ def wrapper() -> tuple[str, ...]:
         check = f'test ! -e {outside} && ! touch dataroom/x 2>/dev/null && touch mine && ! mount -t tmpfs x /tmp 2>/dev/null'
         try:
             done = subprocess.run([*candidate, "sh", "-c", SCRIPT, "sh", str(work), uid_switch(), *python_roots(),
-                                   "--", "sh", "-c", check], stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+                                   "--", "sh", "-c", check], stdin=subprocess.DEVNULL, capture_output=True, timeout=20,
+                                  env={**os.environ, "PATH": SYSTEM_PATH})  # the script's helpers, as bash gets them
         except (OSError, subprocess.TimeoutExpired):
             return ()
         return candidate if done.returncode == 0 and (work / "mine").exists() else ()

@@ -34,7 +34,7 @@ from searchbox.tools.sandbox.plumbing import (
 )
 from searchbox.tools.sandbox.starter import launcher_argv
 
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SYSTEM_PATH = namespaces.SYSTEM_PATH
 POLL_SECONDS = 0.05
 STOP_GRACE_S = 1.0  # how long the launcher gets to kill what it started before its group is killed
 
