@@ -50,13 +50,25 @@ ASK_FIRST = "✋ Ask a question first: type one above, or click an example below
 NO_RUN_YET = "*The activity of a run (every tool call as it happens), its answer and its sources appear here.*"
 
 
+# The README's and the docs' question comes first: a visitor who read them finds it here to click.
+README_QUESTION = "Who audited the FY2025 financial statements?"
+_LABEL_CHARS = 56  # what one line of an example holds in the Ask column
+
+
 def example_questions(limit: int = 6) -> list[str]:
     rows = [json.loads(line) for line in BUILTIN_QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
     by_type: dict[str, str] = {}
     for row in rows:  # one question of each type first: the examples show the range
         by_type.setdefault(row["type"], row["question"])
     picked = list(by_type.values()) + [r["question"] for r in rows if r["question"] not in by_type.values()]
-    return picked[:limit]
+    return [README_QUESTION, *(q for q in picked if q != README_QUESTION)][:limit]
+
+
+def example_label(question: str) -> str:
+    """The question as its example shows it: whole, or cut after a whole word (Gradio cut it mid-word)."""
+    if len(question) <= _LABEL_CHARS:
+        return question
+    return question[:_LABEL_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
 
 
 async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
@@ -259,8 +271,9 @@ class RunView:
                 upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
                 ingestion = gr.Dataframe(headers=["path", "status", "reason", "chunks"], label="Files in the upload",
                                          visible=False, interactive=False, max_height=220)
-                gr.Examples([[q] for q in example_questions()], inputs=[question], label="Examples (built-in dataroom)",
-                            cache_examples=False)
+                examples = example_questions()
+                gr.Examples([[q] for q in examples], inputs=[question], label="Examples (built-in dataroom)",
+                            example_labels=[example_label(q) for q in examples], cache_examples=False)
                 effort = gr.Radio(list(EFFORT_PRESETS), value="Quick", label="Effort")
                 with gr.Row():
                     budget = gr.Slider(1, 20, value=EFFORT_PRESETS["Quick"]["turn_budget"], step=1, label="Turn budget")
