@@ -19,8 +19,9 @@ _PALETTE = tuple(dict.fromkeys(c.upper() for c in (*plotly.colors.qualitative.Da
 _BASH_SHADES = (-0.45, -0.32, -0.19, -0.06, 0.06, 0.19, 0.32, 0.45)
 
 
-_TITLE_BAND = 45  # the top margin the title alone needs
-_LEGEND_BAND = 40  # more above the plot for a legend of up to two rows, under the title, not on it
+_TITLE_PAD = 30  # the app's chart frame draws its own label chip in the top left corner: the title below it
+_TITLE_BAND = 60  # the top margin the title alone needs, under the chip
+_LEGEND_BAND = 60  # more above the plot for a legend of up to three rows (a narrow chart wraps it), under the title
 
 
 def has_legend(figure: go.Figure) -> bool:
@@ -35,8 +36,9 @@ def layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
     plot (in the title's band it was drawn over the title in a narrow chart)."""
     top = _TITLE_BAND + (_LEGEND_BAND if has_legend(figure) else 0)
     figure.update_layout(title={"text": title, "x": 0.02, "y": 1, "yref": "container", "yanchor": "top",
-                                "pad": {"t": 12}, "font": {"size": 15}},
-                         height=height + top - _TITLE_BAND, margin={"l": 50, "r": 20, "t": top, "b": 40},
+                                "pad": {"t": _TITLE_PAD}, "font": {"size": 15}},
+                         # The plot keeps the height it had under a 45 px title band.
+                         height=height + top - 45, margin={"l": 50, "r": 20, "t": top, "b": 40},
                          legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0})
     return figure
 

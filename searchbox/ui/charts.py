@@ -129,8 +129,9 @@ def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None =
         return empty_figure(title)
     figure = go.Figure(go.Indicator(
         mode="gauge+number", value=turns_done,
-        # "turns" rides with the number: as the gauge's own title Plotly shrank it into the number's box.
-        number={"suffix": f" / {budget} turns", "font": {"size": 24}},
+        # "turns" rides with the number, which Plotly sizes to fit the gauge: as the gauge's own title
+        # it was drawn inside the number's box.
+        number={"suffix": f" / {budget} turns"},
         gauge={"axis": {"range": [0, budget], "tickmode": "linear", "tick0": 0, "dtick": count_step(budget),
                         "tickformat": "d"}, "bar": {"color": _GAUGE_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
     for row, (label, rate) in enumerate((("decode tok/s", decode_tps), ("prefill tok/s", prefill_tps))):
