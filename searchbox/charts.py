@@ -3,6 +3,7 @@ height, margins, an empty state and the tools' colours. It sits below both so th
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 
@@ -18,11 +19,43 @@ _PALETTE = tuple(dict.fromkeys(c.upper() for c in (*plotly.colors.qualitative.Da
 _BASH_SHADES = (-0.45, -0.32, -0.19, -0.06, 0.06, 0.19, 0.32, 0.45)
 
 
+_TITLE_PAD = 30  # the app's chart frame draws its own label chip in the top left corner: the title below it
+_TITLE_BAND = 60  # the top margin the title alone needs, under the chip
+_LEGEND_BAND = 60  # more above the plot for a legend of up to three rows (a narrow chart wraps it), under the title
+
+
+def has_legend(figure: go.Figure) -> bool:
+    if figure.layout.showlegend is False:
+        return False
+    shown = [t for t in figure.data if t.type != "indicator" and t.showlegend is not False]
+    return any(t.type == "pie" for t in shown) or len(shown) > 1
+
+
 def layout(figure: go.Figure, title: str, height: int = HEIGHT) -> go.Figure:
-    figure.update_layout(title={"text": title, "x": 0.02, "font": {"size": 15}}, height=height,
-                         margin={"l": 50, "r": 20, "t": 45, "b": 40},
-                         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1})
+    """The title in the top band; a legend, when there is one, in its own band between the title and the
+    plot (in the title's band it was drawn over the title in a narrow chart)."""
+    top = _TITLE_BAND + (_LEGEND_BAND if has_legend(figure) else 0)
+    figure.update_layout(title={"text": title, "x": 0.02, "y": 1, "yref": "container", "yanchor": "top",
+                                "pad": {"t": _TITLE_PAD}, "font": {"size": 15}},
+                         # The plot keeps the height it had under a 45 px title band.
+                         height=height + top - 45, margin={"l": 50, "r": 20, "t": top, "b": 40},
+                         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0})
     return figure
+
+
+def share_text(share: float) -> str:
+    """A share of a whole as a reader wants it: two figures at most, and "<1%" for a sliver (0.0478%
+    said nothing 0.05% would not, and its length pushed labels into each other)."""
+    if share <= 0:
+        return "0%"
+    if share < 0.01:
+        return "<1%"
+    return f"{share * 100:.1f}%" if share < 0.1 else f"{share * 100:.0f}%"
+
+
+def count_step(largest: float, ticks: int = 5) -> int:
+    """A whole-number tick step for a count axis up to `largest`: a one-turn run had a tick at 0.5 turn."""
+    return max(1, math.ceil(largest / ticks))
 
 
 def empty_figure(title: str, text: str = "no data yet") -> go.Figure:

@@ -95,9 +95,24 @@ def test_bash_is_broken_down_by_program() -> None:
 
 def test_wall_time_split_and_the_budget_gauge() -> None:
     figure = charts.wall_time_split({"wall_ms": 10_000, "llm_ms": 6_000, "tool_ms": 3_000})
-    assert dict(zip(figure.data[0].labels, figure.data[0].values)) == {"LLM": 6.0, "tools": 3.0, "other": 1.0}
+    assert dict(zip(figure.data[0].labels, figure.data[0].values)) == {"LLM 60%": 6.0, "tools 30%": 3.0, "other 10%": 1.0}
     gauge = charts.budget_gauge(3, 8, decode_tps=42.5, prefill_tps=None)
     assert [t.value for t in gauge.data] == [3, 42.5] and gauge.data[0].gauge.axis.range == (0, 8)
+
+
+def test_tiny_shares_and_one_turn_runs_draw_labels_that_cannot_collide() -> None:
+    """The issue's run: tools 4.48% and other 0.0478% were printed over each other, and a one-turn
+    run's gauge had a tick at 0.5 turn."""
+    figure = charts.wall_time_split({"wall_ms": 100_000, "llm_ms": 95_470, "tool_ms": 4_482})
+    pie = figure.data[0]
+    assert list(pie.labels) == ["LLM 95%", "tools 4.5%", "other <1%"]
+    assert list(pie.text) == ["95%", "", ""]  # thin slices say their share in the legend only
+    assert figure.layout.margin.t > 45 and figure.layout.legend.y > 1  # the legend sits under the title
+    gauge = charts.budget_gauge(1, 1).data[0].gauge.axis
+    assert (gauge.tickmode, gauge.tick0, gauge.dtick, gauge.tickformat) == ("linear", 0, 1, "d")
+    tools = charts.tool_distribution({"read": 1, "a_tool_with_a_very_long_made_up_name_indeed": 1}, {})
+    assert all(len(label) <= 28 for label in tools.data[0].y) and tools.layout.xaxis.dtick == 1
+    assert "a_tool_with_a_very_long_made_up_name_indeed" in tools.data[0].customdata
 
 
 def test_context_usage_draws_the_window_and_compactions() -> None:

@@ -43,12 +43,17 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         explorer = Explorer(services)
         with gr.Tab("Search"):
             run_view.build(owner)
-        with gr.Tab("Jobs"):
-            JobsView(services).build(owner)
+        jobs = JobsView(services)
+        with gr.Tab("Jobs") as jobs_tab:
+            jobs.build(owner)
         with gr.Tab("Dataroom explorer"):
             explorer.build()
         with gr.Tab("Compare"):
             CompareView(settings).build()
+        # A finished run is in the Jobs table at once, and so is every run when the tab is opened (its
+        # timer alone left a visitor who opened it right after a run looking at an empty table).
+        run_view.run_event.then(jobs.table, [owner], jobs.listing, api_name=False)
+        jobs_tab.select(jobs.table, [owner], jobs.listing, api_name=False)
         # A visitor's runs belong to an unguessable id kept in their browser, made by their first run
         # (made on page load, it lost the race to a quick first Search: that run was listed for nobody).
         app.load(run_view.reattach, [owner], run_view.live_outputs, api_name="reattach")

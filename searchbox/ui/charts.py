@@ -11,10 +11,19 @@ from typing import Any
 import plotly.graph_objects as go
 
 from searchbox import inert
-from searchbox.charts import HEIGHT, empty_figure, layout
+from searchbox.charts import HEIGHT, count_step, empty_figure, layout, share_text
 from searchbox.evaluation.report_charts import TOOL_COLORS
 
 _GAUGE_COLOR = "#1e88e5"
+_LABEL_CHARS = 28  # a longer tool or program name is cut at a word's end on the axis; the hover has it whole
+_SLICE_TEXT_MIN = 0.08  # a slice narrower than this has its share in the legend only: inside, it hit its neighbour's
+
+
+def axis_label(name: str) -> str:
+    if len(name) <= _LABEL_CHARS:
+        return name
+    cut = name[:_LABEL_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
 def turn_deltas(turn_rows: list[dict[str, Any]]) -> list[dict[str, int]]:
@@ -59,10 +68,10 @@ def tool_distribution(tool_counts: dict[str, int], bash_programs: dict[str, int]
     bars.sort(key=lambda bar: (bar[1], bar[0]))  # largest at the top of a horizontal chart
     # The names are the model's (a made-up tool, the programs of its command lines): Plotly text, inert.
     figure = go.Figure(go.Bar(
-        x=[b[1] for b in bars], y=[inert.plotly(b[0]) for b in bars], orientation="h",
-        marker_color=[TOOL_COLORS(b[0]) for b in bars],
-        hovertemplate="%{y}: %{x}<extra></extra>"))
-    figure.update_xaxes(title_text="calls")
+        x=[b[1] for b in bars], y=[inert.plotly(axis_label(b[0])) for b in bars], orientation="h",
+        marker_color=[TOOL_COLORS(b[0]) for b in bars], customdata=[inert.plotly(b[0]) for b in bars],
+        hovertemplate="%{customdata}: %{x}<extra></extra>"))
+    figure.update_xaxes(title_text="calls", tickformat="d", dtick=count_step(max(b[1] for b in bars)), rangemode="tozero")
     figure.update_yaxes(title_text=None, automargin=True)
     height = max(HEIGHT, 60 + 24 * len(bars))  # keeps a label per bar readable
     return layout(figure, title, height)
@@ -75,10 +84,17 @@ def wall_time_split(timing: dict[str, Any]) -> go.Figure:
     if wall <= 0:
         return empty_figure(title)
     parts = {"LLM": llm, "tools": tools, "other": max(0.0, wall - llm - tools)}
+    total = sum(parts.values()) or 1.0
+    shares = {name: ms / total for name, ms in parts.items()}
+    # Each part's name and share in the legend, where Plotly lays the entries out apart; inside a slice
+    # only the shares of wide slices, so two thin neighbours never print over each other.
     figure = go.Figure(go.Pie(
-        labels=list(parts), values=[ms / 1000 for ms in parts.values()], hole=0.5, sort=False,
-        texttemplate="%{label}<br>%{percent}", hovertemplate="%{label}: %{value:.1f} s<extra></extra>"))
-    figure.update_layout(showlegend=False)
+        labels=[f"{name} {share_text(share)}" for name, share in shares.items()],
+        values=[ms / 1000 for ms in parts.values()], hole=0.5, sort=False, text=[share_text(share) if share >= _SLICE_TEXT_MIN else "" for share in shares.values()],
+        customdata=[share_text(share) for share in shares.values()],
+        textinfo="text", textposition="inside", insidetextorientation="horizontal",
+        hovertemplate="%{label}: %{value:.1f} s (%{customdata})<extra></extra>"))
+    figure.update_layout(uniformtext={"minsize": 10, "mode": "hide"})
     return layout(figure, f"{title}: {wall / 1000:,.1f} s")
 
 
@@ -100,7 +116,7 @@ def context_usage(points: list[dict[str, Any]], window: int | None, compactions:
         figure.add_hline(y=window, line_dash="dash", line_color="#757575",
                          annotation_text=f"window {window:,}", annotation_position="top left")
         figure.update_yaxes(range=[0, window * 1.08])
-    figure.update_xaxes(title_text="step")
+    figure.update_xaxes(title_text="step", tickformat="d", dtick=count_step(len(points), 8))
     figure.update_yaxes(title_text="tokens")
     return layout(figure, title)
 
@@ -112,8 +128,12 @@ def budget_gauge(turns_done: int, budget: int | None, decode_tps: float | None =
     if not budget:
         return empty_figure(title)
     figure = go.Figure(go.Indicator(
-        mode="gauge+number", value=turns_done, number={"suffix": f" / {budget}"}, title={"text": "turns"},
-        gauge={"axis": {"range": [0, budget]}, "bar": {"color": _GAUGE_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
+        mode="gauge+number", value=turns_done,
+        # "turns" rides with the number, which Plotly sizes to fit the gauge: as the gauge's own title
+        # it was drawn inside the number's box.
+        number={"suffix": f" / {budget} turns"},
+        gauge={"axis": {"range": [0, budget], "tickmode": "linear", "tick0": 0, "dtick": count_step(budget),
+                        "tickformat": "d"}, "bar": {"color": _GAUGE_COLOR}}, domain={"x": [0, 0.55], "y": [0, 1]}))
     for row, (label, rate) in enumerate((("decode tok/s", decode_tps), ("prefill tok/s", prefill_tps))):
         if rate is not None:
             figure.add_trace(go.Indicator(

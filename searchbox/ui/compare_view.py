@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 
 from searchbox import inert
-from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS, EXAMPLE_SWEEP
 from searchbox.evaluation.questions import load_questions
 from searchbox.evaluation.files import RESULTS, RETRIEVAL
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
@@ -30,6 +30,13 @@ from searchbox.settings import Settings
 
 # The charts in the order of the tab's plots; a folder without retrieval.json shows those two empty.
 CHARTS = ("score_by_type", "budget_curve", "tool_usage", "cost", "recall_by_method", "recall_by_type")
+# The example sweep's name in the folder list: not a folder under sweeps/, so no sweep of one's own hides it.
+EXAMPLE = "example: each assist alone (shipped with the app)"
+WHAT_A_SWEEP_IS = """A **sweep** runs each entry of a matrix of settings (effort, tools, harness assists) over a set of
+questions and grades every answer; this tab compares the entries: accuracy with 95% intervals, each
+pair question by question, the charts and every fact's verdict. Make one with
+`python -m searchbox ablate --per-type 1 --out {folder}/my-sweep` (then Rescan), or look at the example
+sweep shipped with the app: five assists, each alone, over 10 built-in questions at two seeds."""
 
 
 def sweeps_dir(settings: Settings) -> Path:
@@ -69,6 +76,8 @@ class CompareView:
         text = (text or "").strip()
         if not text:
             raise gr.Error("Choose or type a sweep folder.")
+        if text == EXAMPLE:
+            return EXAMPLE_SWEEP
         root = sweeps_dir(self.settings).resolve()
         for folder in (Path(text).expanduser(), root / text):
             folder = folder.resolve()
@@ -92,8 +101,10 @@ class CompareView:
                          if not df.empty else "no runs yet")
         if retrieval is not None:
             parts.append(f"retrieval evaluation of {inert.literal(retrieval.get('questions', '?'))} questions")
+        # The shipped example is named as a clone has it, not by the server's path.
+        named = EXAMPLE_SWEEP.relative_to(EXAMPLE_SWEEP.parents[1]) if folder == EXAMPLE_SWEEP.resolve() else folder
         heading = (f"**{inert.literal(folder.name)}**: {'; '.join(parts)}. A shareable page: "
-                   f"{inert.code(f'python -m searchbox report {folder}')}.")
+                   f"{inert.code(f'python -m searchbox report {named}')}.")
         df = df if df is not None else results_frame([])
         figures = report_figures(df, retrieval or {})
         scored = list(dict.fromkeys(df.dropna(subset=["accuracy"])["entry"])) if not df.empty else []
@@ -186,30 +197,44 @@ class CompareView:
 
     def build(self) -> None:
         with gr.Row():
-            folder = gr.Dropdown(sweep_folders(self.settings), label="Sweep folder (or type a path)",
-                                 allow_custom_value=True, scale=4)
+            folder = gr.Dropdown([*sweep_folders(self.settings), EXAMPLE], value=None, allow_custom_value=True,
+                                 label="Sweep folder (or type a path)", scale=4)
             rescan = gr.Button("Rescan", scale=0)
             load = gr.Button("Load", variant="primary", scale=0)
+        # Before a sweep is loaded the tab says what goes here and how to make it, not six blank charts.
+        with gr.Column() as intro:
+            gr.Markdown(WHAT_A_SWEEP_IS.format(folder=sweeps_dir(self.settings) if self.settings.searchbox_operator
+                                               else "<jobs folder>/../sweeps"))
+            example = gr.Button("Load the example sweep", variant="primary", size="md")
         heading = gr.Markdown()
-        table = gr.Dataframe(headers=SUMMARY_COLUMNS, interactive=False,
-                             label="Per entry: accuracy over questions with its 95% interval; the rest means per run")
-        gr.Markdown(INTERVAL_NOTE)
-        with gr.Accordion("Paired comparison", open=True):
-            with gr.Row():
-                pick_a = gr.Dropdown([], label="Entry A", scale=2)
-                pick_b = gr.Dropdown([], label="Entry B", scale=2)
-                compare = gr.Button("Compare A with B", scale=1)
-            verdict = gr.Markdown()
-            pairs = gr.Dataframe(headers=PAIRED_COLUMNS, label="Every pair, question by question", interactive=False)
-        with gr.Accordion("Graders and fact verdicts", open=False):
-            gr.Markdown(GRADER_NOTE)
-            graders = gr.Dataframe(headers=GRADER_COLUMNS, interactive=False, label="Who graded each entry")
-            facts = gr.Dataframe(headers=FACT_COLUMNS, interactive=False, wrap=True,
-                                 label="Every fact of every run: its verdict and the passage it rests on")
-        plots = [gr.Plot(label=key, show_label=False) for key in CHARTS]  # each figure carries its title
-        rescan.click(lambda: gr.update(choices=sweep_folders(self.settings)), None, [folder], api_name=False)
-        loaded = load.click(self.load, [folder], [heading, table, pairs, pick_a, pick_b, *plots], api_name="compare_load")
-        loaded.success(self.graders, [folder], [graders, facts], api_name="compare_graders")
+        with gr.Column(visible=False, elem_id="compare-charts") as results:
+            table = gr.Dataframe(headers=SUMMARY_COLUMNS, interactive=False,
+                                 label="Per entry: accuracy over questions with its 95% interval; the rest means per run")
+            gr.Markdown(INTERVAL_NOTE)
+            with gr.Accordion("Paired comparison", open=True):
+                with gr.Row():
+                    pick_a = gr.Dropdown([], label="Entry A", scale=2)
+                    pick_b = gr.Dropdown([], label="Entry B", scale=2)
+                    compare = gr.Button("Compare A with B", scale=1)
+                verdict = gr.Markdown()
+                pairs = gr.Dataframe(headers=PAIRED_COLUMNS, label="Every pair, question by question", interactive=False)
+            with gr.Accordion("Graders and fact verdicts", open=False):
+                gr.Markdown(GRADER_NOTE)
+                graders = gr.Dataframe(headers=GRADER_COLUMNS, interactive=False, label="Who graded each entry")
+                facts = gr.Dataframe(headers=FACT_COLUMNS, interactive=False, wrap=True,
+                                     label="Every fact of every run: its verdict and the passage it rests on")
+            plots = [gr.Plot(label=key, show_label=False) for key in CHARTS]  # each figure carries its title
+        rescan.click(lambda: gr.update(choices=[*sweep_folders(self.settings), EXAMPLE]), None, [folder], api_name=False)
+
+        shown = [heading, table, pairs, pick_a, pick_b, *plots]
+
+        def after_load(loaded: Any, api: bool) -> None:
+            loaded.success(self.graders, [folder], [graders, facts], api_name="compare_graders" if api else False)
+            loaded.success(lambda: (gr.update(visible=True), gr.update(visible=False)), None, [results, intro],
+                           api_name=False)
+        after_load(load.click(self.load, [folder], shown, api_name="compare_load"), api=True)
+        after_load(example.click(lambda: EXAMPLE, None, [folder], api_name=False, queue=False)
+                   .then(self.load, [folder], shown, api_name=False), api=False)
         compare.click(self.compare, [folder, pick_a, pick_b], [verdict], api_name="compare_pair")
         if not self.settings.searchbox_operator:  # 40 runs on the shared model slot, into a folder of the server's
             return

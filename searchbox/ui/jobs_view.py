@@ -42,6 +42,7 @@ class JobsView:
         self.chosen: Any = None  # the run picker
         self.opened: Any = None  # the run whose view is shown
         self.opened_going: Any = None  # whether it was still going at the last draw
+        self.listing: list[Any] = []  # the table, the run picker and the ids: what table() fills
 
     @property
     def view(self) -> list[Any]:
@@ -118,7 +119,7 @@ class JobsView:
         self.opened = gr.State("")
         self.opened_going = gr.State(False)
 
-        listing = [table, self.chosen, ids]
+        listing = self.listing = [table, self.chosen, ids]
         refresh.click(self.table, [owner], listing, api_name="jobs")
         gr.Timer(3.0).tick(self.table, [owner], listing, api_name=False)
         opened = [*self.view, self.opened, self.opened_going, self.chosen]

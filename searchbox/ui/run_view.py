@@ -46,7 +46,13 @@ SHOW_RUN_ON_A_PHONE = """(...inputs) => {
   }
   return inputs;
 }"""
+ASK_FIRST = "✋ Ask a question first: type one above, or click an example below."
 NO_RUN_YET = "*The activity of a run (every tool call as it happens), its answer and its sources appear here.*"
+
+
+# The README's and the docs' question comes first: a visitor who read them finds it here to click.
+README_QUESTION = "Who audited the FY2025 financial statements?"
+_LABEL_CHARS = 56  # what one line of an example holds in the Ask column
 
 
 def example_questions(limit: int = 6) -> list[str]:
@@ -55,7 +61,14 @@ def example_questions(limit: int = 6) -> list[str]:
     for row in rows:  # one question of each type first: the examples show the range
         by_type.setdefault(row["type"], row["question"])
     picked = list(by_type.values()) + [r["question"] for r in rows if r["question"] not in by_type.values()]
-    return picked[:limit]
+    return [README_QUESTION, *(q for q in picked if q != README_QUESTION)][:limit]
+
+
+def example_label(question: str) -> str:
+    """The question as its example shows it: whole, or cut after a whole word (Gradio cut it mid-word)."""
+    if len(question) <= _LABEL_CHARS:
+        return question
+    return question[:_LABEL_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
 
 
 async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
@@ -88,6 +101,7 @@ class RunView:
         self.feed: Any = None
         self.panels: RunPanels | None = None
         self.controls: list[Any] = []  # Pause and Stop: live only while a run is followed
+        self.run_event: Any = None  # the Search button's run, which the Jobs tab follows up on
 
     @property
     def live_outputs(self) -> list[Any]:
@@ -119,7 +133,9 @@ class RunView:
         request = RunRequest(upload=upload, **form)
         question = (request.question or "").strip()
         if not question:
-            raise gr.Error("Ask a question first.")
+            # Said beside the question (question_hint); a gr.Error here put an "Error" badge on every panel.
+            yield {component: gr.skip() for component in [*self.live_outputs, self.owner]}
+            return
         # A browser's first run makes its id, which the page then keeps (BrowserState) and sends with every
         # later call; an API caller without one gets a private, unlisted run.
         new_owner = "" if owner else secrets.token_urlsafe(16)
@@ -223,6 +239,12 @@ class RunView:
         reason = f" ({record.stop_reason})" if record.stop_reason else ""
         return f"{icons.get(record.state, '')} **{record.state}**{reason} · job `{job_id[:8]}`"
 
+    @staticmethod
+    def question_hint(question: str | None) -> Any:
+        """What the Search button says beside the question when there is none, before any run starts."""
+        missing = not (question or "").strip()
+        return gr.update(value=ASK_FIRST if missing else "", visible=missing)
+
     def stop(self, job_id: str) -> str:
         if job_id:
             self.services.scheduler.cancel(job_id)
@@ -245,11 +267,13 @@ class RunView:
         with gr.Row():
             with gr.Column(scale=2):
                 question = gr.Textbox(label="Question", lines=3, placeholder="Ask something the documents can answer")
+                hint = gr.Markdown(visible=False, elem_id="question-hint")
                 upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
                 ingestion = gr.Dataframe(headers=["path", "status", "reason", "chunks"], label="Files in the upload",
                                          visible=False, interactive=False, max_height=220)
-                gr.Examples([[q] for q in example_questions()], inputs=[question], label="Examples (built-in dataroom)",
-                            cache_examples=False)
+                examples = example_questions()
+                gr.Examples([[q] for q in examples], inputs=[question], label="Examples (built-in dataroom)",
+                            example_labels=[example_label(q) for q in examples], cache_examples=False)
                 effort = gr.Radio(list(EFFORT_PRESETS), value="Quick", label="Effort")
                 with gr.Row():
                     budget = gr.Slider(1, 20, value=EFFORT_PRESETS["Quick"]["turn_budget"], step=1, label="Turn budget")
@@ -302,7 +326,8 @@ class RunView:
                     rerank_backend=rerank_backend, jina_key=jina_key)
         assert [*form, "harness"] == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
         # The harness comes after the owner: API callers that pass the parameters in order keep working.
-        run_button.click(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness},
+        run_button.click(self.question_hint, [question], [hint], api_name=False, queue=False)
+        self.run_event = run_button.click(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness},
                          outputs=[*self.live_outputs, owner],
                          api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
