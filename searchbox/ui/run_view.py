@@ -128,12 +128,16 @@ class RunView:
             shutil.rmtree(tmp, ignore_errors=True)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
 
-    async def run(self, http: gr.Request, owner: str | None = None, upload: str | None = None, **form: Any):
+    async def run(self, http: gr.Request, owner: str | None = None, upload: str | None = None,
+                  from_page: bool = False, **form: Any):
         # The None defaults make these optional for API callers (no upload: the built-in dataroom).
         request = RunRequest(upload=upload, **form)
         question = (request.question or "").strip()
         if not question:
-            # Said beside the question (question_hint); a gr.Error here put an "Error" badge on every panel.
+            if not from_page:  # an API caller gets the reason as its error
+                raise gr.Error("Ask a question first.")
+            # The page says it beside the question (question_hint); a gr.Error here put an "Error" badge on
+            # every panel.
             yield {component: gr.skip() for component in [*self.live_outputs, self.owner]}
             return
         # A browser's first run makes its id, which the page then keeps (BrowserState) and sends with every
@@ -240,10 +244,11 @@ class RunView:
         return f"{icons.get(record.state, '')} **{record.state}**{reason} · job `{job_id[:8]}`"
 
     @staticmethod
-    def question_hint(question: str | None) -> Any:
-        """What the Search button says beside the question when there is none, before any run starts."""
+    def question_hint(question: str | None) -> tuple[Any, bool]:
+        """What the Search button says beside the question when there is none, before any run starts; and
+        that the run comes from the page (a State an API call never sets), which shows the reason there."""
         missing = not (question or "").strip()
-        return gr.update(value=ASK_FIRST if missing else "", visible=missing)
+        return gr.update(value=ASK_FIRST if missing else "", visible=missing), True
 
     def stop(self, job_id: str) -> str:
         if job_id:
@@ -326,8 +331,10 @@ class RunView:
                     rerank_backend=rerank_backend, jina_key=jina_key)
         assert [*form, "harness"] == [f.name for f in fields(RunRequest)], "the form and RunRequest name the same fields"
         # The harness comes after the owner: API callers that pass the parameters in order keep working.
-        run_button.click(self.question_hint, [question], [hint], api_name=False, queue=False)
-        self.run_event = run_button.click(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness},
+        from_page = gr.State(False)
+        hinted = run_button.click(self.question_hint, [question], [hint, from_page], api_name=False, queue=False)
+        self.run_event = hinted.then(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness,
+                                                              "from_page": from_page},
                          outputs=[*self.live_outputs, owner],
                          api_name="search", js=SHOW_RUN_ON_A_PHONE)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
