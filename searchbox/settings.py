@@ -170,6 +170,13 @@ class Settings:
         False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "
         "in its source makes the citation unsupported"
     )
+    citation_judge: str = knob(
+        "off", "who reads each citation the checker's words leave open (no figure missing from its sources, no "
+        "denial found): off (the lexical checker alone), self (the run's own model: LLAMA_URL or the built-in "
+        "runtime), or an OpenAI-compatible endpoint URL; the judge must quote the passage it rests on, and each "
+        "verdict records who gave it (bench/support_calibration.py --judge measures one)"
+    )
+    citation_judge_model: str = knob("", "the model id sent to a CITATION_JUDGE endpoint")
     bash_timeout_seconds: int = knob(60, "default timeout of one bash command (the model may ask for up to 10x)")
     bash_disk_mb: int = knob(2048, "disk space one bash command may use up before it is killed (a runaway writer)")
     bash_sandbox: str = knob(
@@ -326,6 +333,8 @@ class Settings:
                 dt.date.fromisoformat(self.prompt_date)
             except ValueError:
                 raise SettingsError(f"PROMPT_DATE must be a date, YYYY-MM-DD (got {self.prompt_date!r})") from None
+        if self.citation_judge not in ("off", "self") and urlsplit(self.citation_judge).scheme not in ("http", "https"):
+            raise SettingsError(f"CITATION_JUDGE must be off, self or an http(s) endpoint URL (got {self.citation_judge!r})")
         if self.chunk_size < 100:
             raise SettingsError("CHUNK_SIZE must be at least 100 characters")
         if not 0 <= self.chunk_overlap < self.chunk_size // 2:

@@ -25,6 +25,7 @@ from searchbox.settings import Settings
 from searchbox.tools.paths import DATAROOM_DIR
 from searchbox.tools.source_text import source_text
 from searchbox.tools.tool import ToolContext, context_for
+from searchbox.citations.judge import SupportJudge
 from searchbox.citations.ledger import Source, SourceLedger
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class Workspace:
     settings: Settings
     ledger: SourceLedger = field(default_factory=SourceLedger)
     cancel: CancelToken | None = None  # the run's: cuts the dataroom's extraction and embedding
+    judge: SupportJudge | None = None  # CITATION_JUDGE's: reads the citations the checker's words leave open
     _corpus: Corpus | None = None
     _engine: RetrievalEngine | None = None
     _encoder: Encoder | None = None
@@ -111,12 +113,14 @@ class Workspace:
         scored = echoes.scored
         ids = cited_ids(scored)
         # An answer that cites nothing (every turn's end until it does) has no source to read.
-        checks = check_answer(scored, set(sources), self._source_texts(sources), self._support) if ids else []
+        checks = (check_answer(scored, set(sources), self._source_texts(sources), self._support, judge=self.judge)
+                  if ids else [])
         own = echoes.occurrences()
         for check in checks:  # numbered as the answer's own markers, which the answer panel marks
             check.occurrence = own[check.id][check.occurrence]
         scored_by = embedding_cache_name(self.settings) if checks and self._support_error is None else None
-        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks, scored_by)
+        record = citation_record(answer, ids, [i for i in ids if i not in sources], checks, scored_by,
+                                 self.judge.name if self.judge is not None and checks else None)
         record["harness_echoes"] = echoes.record()
         if self._support_error is not None:
             record["score_error"] = self._support_error

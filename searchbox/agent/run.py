@@ -19,6 +19,7 @@ from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox
 from searchbox.llm.call_parsing import with_call_parsing
 from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE
+from searchbox.llm.support_judge import configured_judge
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
@@ -75,12 +76,17 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     if settings.derived:
         folder.write_config(settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
+    workspace.judge, judge_client = configured_judge(settings, lambda: model)
     toolbox = RunToolbox(workspace, settings)
     recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings))
     bus = EventBus(folder.events, [recording, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))
-    return make_loop(job_dir, settings, model, toolbox, bus, control).run(folder.question())
+    try:
+        return make_loop(job_dir, settings, model, toolbox, bus, control).run(folder.question())
+    finally:
+        if judge_client is not None:
+            judge_client.close()
 
 
 def make_loop(job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,

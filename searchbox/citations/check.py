@@ -34,6 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from searchbox.citations.claims import read_claim
+from searchbox.citations.judge import SupportJudge, plain_claim
 from searchbox.citations.markers import citing_sentences
 from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
 
@@ -106,6 +107,8 @@ class CitationCheck:
     score: float | None = None
     quote: str | None = None
     quote_found: bool | None = None
+    verdict_by: str = f"checker {CHECKER_VERSION}"  # the rule or judge that gave the verdict
+    judge: dict[str, Any] | None = None  # the judge's reading, when one read this citation (citations/judge.py)
 
 
 def sentence_facts(sentence: str) -> list[Fact]:
@@ -155,9 +158,10 @@ def passages(sentence: str, text: str) -> list[str]:
 
 
 def check_answer(answer: str, known_ids: set[str], source_text: SourceText, support: Support | None,
-                 read_claims: bool = True) -> list[CitationCheck]:
+                 read_claims: bool = True, judge: SupportJudge | None = None) -> list[CitationCheck]:
     """A check for every citation of every citing sentence, in reading order. `read_claims` False checks by
-    the words alone, as checker 3 did (bench/support_calibration.py sets the two side by side)."""
+    the words alone, as checker 3 did (bench/support_calibration.py sets the two side by side). A `judge`
+    reads each citation the words did not already rule out (below, _judged)."""
     texts: dict[str, str | UnreadableSource] = {}
 
     def text_of(source_id: str) -> str | UnreadableSource:
@@ -196,12 +200,15 @@ def check_answer(answer: str, known_ids: set[str], source_text: SourceText, supp
                 check.verdict, check.reason = _verdict(facts, missing, check, others)
                 if read_claims and check.verdict != "unchecked" and check.quote_found is not False and check.matched:
                     check.verdict, check.reason = _as_read(sentence.text, facts, check, text)
+                if judge is not None and check.quote_found is not False and check.verdict != "contradicted" \
+                        and not any(f.is_figure for f in missing):
+                    _judged(judge, check, text)
             checks.append(check)
     return checks
 
 
 def citation_record(answer: str, ids: list[str], invalid: list[str], checks: list[CitationCheck],
-                    score_model: str | None) -> dict[str, Any]:
+                    score_model: str | None, judge: str | None = None) -> dict[str, Any]:
     """What run_meta.json holds under "citations": validity against the ledger and the checks."""
     counts = {verdict: sum(c.verdict == verdict for c in checks) for verdict in VERDICTS}
     return {
@@ -211,6 +218,7 @@ def citation_record(answer: str, ids: list[str], invalid: list[str], checks: lis
         "score_model": score_model,
         "answer_sha256": answer_digest(answer),
         "checker": CHECKER_VERSION,
+        "judge": judge,  # the support judge's model, when one read the citations
         "checks": [asdict(c) for c in checks],
     }
 
@@ -271,6 +279,24 @@ def _as_read(sentence: str, facts: list[Fact], check: CitationCheck, text: str) 
     if check.verdict == "supported" and reading.reason:
         return "supported", f"{check.reason}; {reading.reason}"
     return check.verdict, check.reason
+
+
+def _judged(judge: SupportJudge, check: CitationCheck, text: str) -> None:
+    """The judge's reading decides a citation the words left open: one with no figure missing from its
+    sources, no quote the source lacks and no denial the claim reading found (those stand as the words
+    say). A reading whose quote the source does not hold, or that cannot be read, leaves the words'
+    verdict, and says why."""
+    reading = judge.read(plain_claim(check.sentence), "\n…\n".join(passages(check.sentence, text)))
+    check.judge = {"model": judge.name, "verdict": reading.verdict, "quote": reading.quote, "raw": reading.raw,
+                   "seconds": round(reading.seconds, 3), "prompt_tokens": reading.prompt_tokens,
+                   "output_tokens": reading.output_tokens, "words": check.verdict}
+    if reading.verdict == "unknown":
+        check.reason += f"; {reading.reason}, so the words' verdict stands"
+    elif reading.verdict != "unsupported" and (reading.quote is None or not quote_in(reading.quote, text)):
+        check.reason += f"; the judge read {reading.verdict}, but its quote is not in the source, so the words' verdict stands"
+    else:
+        check.verdict, check.verdict_by = reading.verdict, f"judge {judge.name}"
+        check.reason = f"{reading.reason} ({judge.name}); the words: {check.reason}"
 
 
 def _score(support: Support | None, sentence: str, text: str) -> float | None:

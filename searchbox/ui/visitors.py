@@ -59,7 +59,9 @@ def operator_details(settings: Settings) -> tuple[str, ...]:
     config.json and run_meta.json record them). Nothing for an operator's own app."""
     if settings.searchbox_operator:
         return ()
-    values = {*endpoint_forms(settings.llama_url), settings.cache_dir, settings.jobs_dir, os.path.expanduser("~")}
+    judge = settings.citation_judge if "://" in settings.citation_judge else ""
+    values = {*endpoint_forms(settings.llama_url), *endpoint_forms(judge), settings.cache_dir, settings.jobs_dir,
+              os.path.expanduser("~")}
     if os.path.isabs(settings.llm_gguf):
         values.add(settings.llm_gguf)
     return tuple(sorted(v for v in values if v and v != "/"))

@@ -1,0 +1,34 @@
+"""A chat model as the citation-support judge (citations/judge.py): its greedy, seeded completion behind
+the judge's plain chat callable, and the judge CITATION_JUDGE names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from searchbox.citations.judge import ChatReply, JudgeUnavailable, SupportJudge
+from searchbox.llm.errors import LLMError
+from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.types import ChatModel, Message
+from searchbox.settings import Settings
+
+
+def support_judge(model: ChatModel, seed: int = 0) -> SupportJudge:
+    def chat(messages: list[Message], max_tokens: int) -> ChatReply:
+        try:
+            response = model.complete(messages, max_tokens=max_tokens, temperature=0.0, seed=seed)
+        except LLMError as exc:
+            raise JudgeUnavailable(str(exc)) from exc
+        return ChatReply(response.text, response.usage.input, response.usage.output)
+    return SupportJudge(model.model_id, chat)
+
+
+def configured_judge(settings: Settings, run_model: Callable[[], ChatModel]) -> tuple[SupportJudge | None, ChatModel | None]:
+    """The judge CITATION_JUDGE asks for, and the model opened for it (the caller closes it): none when off;
+    the run's own model (`run_model`) for "self"; else the endpoint the knob names."""
+    if settings.citation_judge == "off":
+        return None, None
+    if settings.citation_judge == "self":
+        return support_judge(run_model(), settings.llm_seed or 0), None
+    client = OpenAIClient(settings.citation_judge, settings.citation_judge_model, read_timeout_s=settings.llm_timeout_seconds,
+                          max_attempts=settings.llm_attempts)
+    return support_judge(client, settings.llm_seed or 0), client
