@@ -170,6 +170,11 @@ class Settings:
         False, "ask the model to put a short verbatim quote in each citation, [s3 \"quoted words\"]; a quote not "
         "in its source makes the citation unsupported"
     )
+    premise_check: bool = knob(
+        False, "tell the model, in the task, that a question may take for granted something the documents contradict, "
+        "and that its answer should then say so (a line of the system prompt; unless set, the built-in runtime's model "
+        "preset fits it)"
+    )
     citation_judge: str = knob(
         "off", "who reads each citation the checker's words leave open (no figure missing from its sources, no "
         "denial found): off (the lexical checker alone), self (the run's own model: LLAMA_URL or the built-in "

@@ -418,3 +418,15 @@ def test_a_turn_cut_at_its_step_limit_still_ends_with_an_answer(job, tmp_path: P
     assert reason == "first_turn_done" and len(endpoint.requests) == 3
     assert "tools" not in last and last["messages"][-1] == {"role": "user", "content": WRAP_UP}
     assert (job_dir / "work" / "ANSWER.md").read_text().strip() == "Best answer so far: 31 March 2029."
+
+
+def test_premise_check_adds_its_line_to_the_task_and_only_then(job, tmp_path: Path) -> None:
+    from searchbox.agent.prompts import CHECK_PREMISE, task_block
+
+    systems = []
+    for premise in (True, False):
+        with ScriptedEndpoint([Reply(text="Ends 31 March 2029.")]) as endpoint:
+            run((tmp_path / f"job-{premise}", job[1]), endpoint, tmp_path, premise_check=premise)
+            systems.append(endpoint.requests[0].body["messages"][0]["content"])
+    assert CHECK_PREMISE.strip() in systems[0] and "take for granted" not in systems[1]
+    assert CHECK_PREMISE in task_block(premise=True)  # the block HARNESS=pi appends to Pi's own prompt

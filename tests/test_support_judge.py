@@ -3,6 +3,8 @@ words leave open, must quote the passage it rests on, and each verdict says who 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from searchbox.citations.check import CHECKER_VERSION, check_answer, citation_record
@@ -89,6 +91,37 @@ def test_the_knob_takes_off_self_or_an_endpoint() -> None:
     assert Settings.resolve(env={}, citation_judge="http://127.0.0.1:8080/v1").citation_judge.startswith("http")
     with pytest.raises(SettingsError, match="CITATION_JUDGE must be off, self or an http"):
         Settings.resolve(env={"CITATION_JUDGE": "gpt"})
+
+
+def test_a_run_with_an_endpoint_judge_records_its_verdicts_and_hides_its_url(tmp_path: Path) -> None:
+    """CITATION_JUDGE=URL in a real run: the run's model reads the lease and answers; a second endpoint judges
+    the citation the words call supported; run_meta.json names it, and a visitor's view of the record has no URL."""
+    from conftest import SMALL_DATAROOM, write_tree
+    from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+
+    from searchbox.agent.run import run_job
+    from searchbox.jobs.job import create_job
+    from searchbox.llm.openai_client import OpenAIClient
+    from searchbox.records.files import read_json
+    from searchbox.ui.visitors import operator_details
+
+    answer = "The office lease at 14 Harbour Street runs until 31 March 2029 [s1]."
+    script = [Reply(tool_calls=[{"name": "read", "arguments": {"path": "dataroom/legal/lease.txt"}}]), Reply(text=answer)]
+    reading = Reply(text='{"quote": "runs until 31 March 2029", "verdict": "supported"}')
+    with ScriptedEndpoint(script) as endpoint, ScriptedEndpoint([reading]) as judge:
+        settings = Settings.resolve(env={}, llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                                    retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"),
+                                    citation_judge=judge.url, citation_judge_model="judge-model")
+        job_dir = tmp_path / "job"
+        create_job(job_dir, "When does the office lease end?", write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
+        run_job(job_dir, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=2, backoff_s=0.01))
+        sent, judge_url = judge.requests[0].body["messages"], judge.url
+    citations = read_json(job_dir / "run_meta.json")["citations"]
+    [check] = citations["checks"]
+    assert citations["judge"] == "judge-model" and check["verdict_by"] == "judge judge-model"
+    assert check["judge"]["quote"] == "runs until 31 March 2029" and check["judge"]["words"] == "supported"
+    assert sent[-1]["content"].endswith("Claim:\nThe office lease at 14 Harbour Street runs until 31 March 2029")
+    assert judge_url.rstrip("/").removesuffix("/v1") in " ".join(operator_details(settings))
 
 
 @pytest.mark.real_model

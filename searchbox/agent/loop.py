@@ -75,7 +75,7 @@ class AgentLoop:
         self.session = Session.load(self.folder.session)
         self.system = system_prompt(prompt_day(settings.prompt_date),
                                     bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()),
-                                    quotes=settings.citation_quotes)
+                                    quotes=settings.citation_quotes, premise=settings.premise_check)
         self.state = LoopState(turn=len(self.folder.read_turns()), step=self.session.responses(),
                                tool_calls=self.session.tool_results())
         self.started = time.monotonic()

@@ -27,6 +27,12 @@ the working directory (or write that file yourself; `dataroom/` is read-only).""
 CITE_WITH_QUOTES = ("\n- Put a short quote (a few words copied exactly from the source) in each citation, "
                     "e.g. \"The term ends on 31 March 2025 [s3 \"ends on 31 March 2025\"].\"")
 
+# PREMISE_CHECK=on: a question may take for granted what the documents deny ("Who audited FY2025?" of
+# unaudited statements); told nothing, small models answer it as asked, from the nearest match.
+CHECK_PREMISE = ("\n- The question may take for granted something the documents contradict (an event that did not "
+                 "happen or has not happened yet, a wrong figure, date or name). If they do, say so and state what the "
+                 "documents say instead; never answer as if it were true.")
+
 # A run may offer no bash (a host with no confining sandbox): the prompt must not promise it.
 TOOLS_WITH_BASH = "There is no network. Use any tools, or build your own with bash (python3 is available)."
 TOOLS_WITHOUT_BASH = "There is no network. Use the tools you are given."
@@ -51,12 +57,14 @@ def prompt_day(prompt_date: str) -> dt.date:
     return dt.date.fromisoformat(prompt_date) if prompt_date else dt.date.today()
 
 
-def system_prompt(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False) -> str:
-    return f"{HARNESS}\n\n{task_block(today, bash=bash, quotes=quotes)}"
+def system_prompt(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False,
+                  premise: bool = False) -> str:
+    return f"{HARNESS}\n\n{task_block(today, bash=bash, quotes=quotes, premise=premise)}"
 
 
-def task_block(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False) -> str:
+def task_block(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False,
+               premise: bool = False) -> str:
     """The task, as the native loop's system prompt ends and as HARNESS=pi appends it to Pi's own."""
     task = TASK_BLOCK.format(date=(today or dt.date.today()).isoformat(),
                              tools_line=TOOLS_WITH_BASH if bash else TOOLS_WITHOUT_BASH)
-    return f"{task}{CITE_WITH_QUOTES if quotes else ''}"
+    return f"{task}{CHECK_PREMISE if premise else ''}{CITE_WITH_QUOTES if quotes else ''}"

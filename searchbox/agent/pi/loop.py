@@ -121,7 +121,8 @@ class PiLoop:
             self.bus.emit(Notice(level="warning", message=(
                 f"Pi's own prompt names this machine's date, {dt.date.today().isoformat()}, and PROMPT_DATE "
                 f"{day.isoformat()} reaches only the task block appended to it: a Pi run repeats only on the day it ran")))
-        argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes),
+        argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes,
+                                                            premise=self.settings.premise_check),
                        self.paths.session_file())
         self.pi = PiProcess(argv, cwd=self.paths.project, env=pi_env(self.paths, token, server.path),
                             stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
