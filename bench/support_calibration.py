@@ -75,6 +75,7 @@ def judge_figures(pairs: list[dict[str, Any]], checks: list[CitationCheck | None
     if not read:
         return "  the judge read no pair"
     agree = sum(p["label"] == j["verdict"] for p, j in read)
+    agree_supported = sum((p["label"] == "supported") == (j["verdict"] == "supported") for p, j in read)
     said_supported = [p for p, j in read if j["verdict"] == "supported"]
     false_support = sum(p["label"] != "supported" for p in said_supported)
     near = sum(p["label"] != "supported" for p, _ in read)
@@ -83,7 +84,8 @@ def judge_figures(pairs: list[dict[str, Any]], checks: list[CitationCheck | None
                for c in checks if c is not None)
     seconds = sum(j["seconds"] for _, j in read)
     tokens_in, tokens_out = sum(j["prompt_tokens"] for _, j in read), sum(j["output_tokens"] for _, j in read)
-    return (f"  the judge read {len(read)} pairs: its verdict is the label's on {agree} ({agree / len(read):.0%}); it "
+    return (f"  the judge read {len(read)} pairs: its verdict is the label's on {agree} ({agree / len(read):.0%}), "
+            f"supported or not as labelled on {agree_supported} ({agree_supported / len(read):.0%}); it "
             f"called {len(said_supported)} supported, {false_support} of them near misses (false support {false_support}/"
             f"{near} near misses read); unreadable replies {unknown}, void (quote not in the passage) {void}; cost "
             f"{seconds:.0f} s ({seconds / len(read):.1f} s a pair), {tokens_in:,} prompt and {tokens_out:,} output tokens")
@@ -155,6 +157,8 @@ def main() -> None:
             print(f"  {name}: supported precision {precision}, recall {recall}; near misses called supported "
                   f"{s['near_misses_supported']}/{s['near_misses']} ({kinds}); contradicted found "
                   f"{s['contradicted_found']}/{s['contradicted']}; verdicts {dict(s['verdicts'])}")
+            if name == "checker 4 + judge":
+                print(judge_figures([pairs[i] for i in chosen], [checks[i] for i in chosen]))
     if args.list:
         for i, pair in enumerate(pairs):
             print(f"\n{pair['id']} [{pair['label']}, {pair['kind']}] {pair['sentence']}")
