@@ -95,6 +95,11 @@ class Settings:
         None, "sampling seed sent with every LLM request, so a run can be repeated (unset: the backend picks); "
         "ablate --repeats gives each repeat its own"
     )
+    llm_prefix_cache_mb: int = knob(
+        512, "disk the built-in runtime may fill (in <cache dir>/prefixes) with the KV state of the prompt prefix "
+        "a configuration's runs share (system prompt and tools), so that a fresh process loads it instead of "
+        "evaluating it again, and the app evaluates it at start-up; least recently used first out; 0 = off"
+    )
     context_window: int = knob(131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)")
     max_output_tokens: int = knob(
         8192, "output cap per LLM response, in tokens (unless set, the built-in runtime's model preset fits it)"
@@ -373,6 +378,11 @@ class Settings:
     def models_dir(self) -> str:
         """Where models assembled from PyPI packages are kept."""
         return os.path.join(self.cache_dir, "models")
+
+    @property
+    def prefixes_dir(self) -> str:
+        """Where the built-in runtime keeps shared prompt prefixes (LLM_PREFIX_CACHE_MB)."""
+        return os.path.join(self.cache_dir, "prefixes")
 
     @property
     def jobs_dir(self) -> str:

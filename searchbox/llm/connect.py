@@ -19,6 +19,7 @@ from pathlib import Path
 from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
 from searchbox.llm.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
+from searchbox.llm.prefix_store import PrefixStore
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.presets import PRESETS, Preset, find_preset, fit_limits, fits, pick_preset
 from searchbox.llm.types import ChatModel
@@ -53,7 +54,14 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
         settings, notes = fit_limits(settings, preset)
         for message in notes:
             note(message)
-    return Connection(load_llamacpp(path, settings.context_window), settings)
+    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings)), settings)
+
+
+def prefix_store(settings: Settings) -> PrefixStore | None:
+    """Where the built-in runtime keeps shared prompt prefixes across processes; None when LLM_PREFIX_CACHE_MB=0."""
+    if settings.llm_prefix_cache_mb <= 0:
+        return None
+    return PrefixStore(settings.prefixes_dir, settings.llm_prefix_cache_mb * 2**20)
 
 
 def _choose_gguf(settings: Settings, note: Note, progress: Progress | None) -> tuple[Preset | None, Path]:
