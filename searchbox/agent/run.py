@@ -20,7 +20,7 @@ from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.llm.call_parsing import with_call_parsing
-from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE
+from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
@@ -41,10 +41,12 @@ def preset_assists(settings: Settings) -> dict[str, Any]:
     return {"preset_assists": {name: SMALL_MODEL_ASSIST_EVIDENCE.get(name, "") for name in settings.assists}}
 
 
-def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
+def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings,
+             llm_auto: AutoPick | None = None) -> dict[str, Any]:
     """What run_meta.json says of the run's setup: fixed for the run, so taken once at its start (what the
     retrieval loads, which a run learns as it goes, the recording asks the workspace at each write)."""
     return {
+        **({"llm_auto": llm_auto.record()} if llm_auto else {}),
         "harness": harness_record(settings),
         "model_id": model.model_id,
         "tools_enabled": toolbox.names,
@@ -64,8 +66,9 @@ def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[
 
 
 def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list[Listener] | None = None,
-            control: RunControl | None = None) -> str:
-    """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session."""
+            control: RunControl | None = None, llm_auto: AutoPick | None = None) -> str:
+    """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session.
+    `llm_auto`: what LLM_GGUF=auto picked for it, and why."""
     control = control or RunControl()
     settings, retrieval_notes = fit_to_machine(settings, model)
     model = with_call_parsing(model, settings.tool_call_parsing)
@@ -77,7 +80,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
         folder.write_config(settings.as_config())  # the values the run really uses
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     toolbox = RunToolbox(workspace, settings)
-    recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings))
+    recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings, llm_auto))
     bus = EventBus(folder.events, [recording, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))
@@ -156,7 +159,7 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
     model, settings = connection.model, connection.settings
     boot.emit(Notice(level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f} s"))
     try:
-        return run_job(job_dir, settings, model, listeners, control)
+        return run_job(job_dir, settings, model, listeners, control, connection.auto)
     finally:
         if settings.llama_url:  # an HTTP client is cheap to remake; a loaded llama.cpp model is kept
             model.close()

@@ -21,7 +21,8 @@ from searchbox.llm.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
 from searchbox.llm.prefix_store import PrefixStore
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.llm.presets import PRESETS, Preset, find_preset, fit_limits, fits, pick_preset
+from searchbox.llm.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
+from searchbox.llm.speed import cpu_speed
 from searchbox.llm.types import ChatModel
 from searchbox.settings import Settings
 
@@ -34,6 +35,7 @@ Note = Callable[[str], None]
 class Connection:
     model: ChatModel
     settings: Settings  # the run's settings, limits fitted to the model that runs (Settings.derived)
+    auto: AutoPick | None = None  # what LLM_GGUF=auto picked and why
 
 
 def connect(settings: Settings, *, on_note: Note | None = None, progress: Progress | None = None) -> ChatModel:
@@ -49,12 +51,19 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
     if settings.llama_url:
         return Connection(OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
                                        max_attempts=settings.llm_attempts), settings)
-    preset, path = _choose_gguf(settings, note, progress)
+    preset, path, auto = _choose_gguf(settings, note, progress)
     if preset is not None:
         settings, notes = fit_limits(settings, preset)
         for message in notes:
             note(message)
-    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings)), settings)
+    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings)), settings, auto)
+
+
+def auto_pick_here(settings: Settings, *, measure: bool = True) -> AutoPick:
+    """What LLM_GGUF=auto picks on this machine; `measure=False` uses only a CPU speed measured before."""
+    return auto_pick(free_vram_mb(), available_ram_mb(),
+                     lambda: cpu_speed(settings.cache_dir, settings.models_dir, measure=measure),
+                     settings.llm_auto_target_seconds)
 
 
 def prefix_store(settings: Settings) -> PrefixStore | None:
@@ -64,32 +73,34 @@ def prefix_store(settings: Settings) -> PrefixStore | None:
     return PrefixStore(settings.prefixes_dir, settings.llm_prefix_cache_mb * 2**20)
 
 
-def _choose_gguf(settings: Settings, note: Note, progress: Progress | None) -> tuple[Preset | None, Path]:
+def _choose_gguf(settings: Settings, note: Note,
+                 progress: Progress | None) -> tuple[Preset | None, Path, AutoPick | None]:
     spec = settings.llm_gguf.strip()
-    auto = spec == "auto"
+    auto = auto_pick_here(settings) if spec == "auto" else None
     picked = ""
-    if auto:
-        vram, ram = free_vram_mb(), available_ram_mb()
-        spec = pick_preset(vram, ram).gguf
-        picked = f"LLM_GGUF=auto picked {spec} for {vram} MB free VRAM and {ram} MB available RAM"
+    if auto is not None:
+        spec = auto.preset.gguf
+        picked = f"LLM_GGUF=auto picked {spec}: {auto.why}"
     elif (named := find_preset(spec)) is not None:
         spec = named.gguf
     try:
         path = resolve_gguf(spec, progress=progress, models_dir=settings.models_dir)
         if picked:
             note(picked)
-        return find_preset(spec), path
+        return find_preset(spec), path, auto
     except GGUFUnavailable as exc:
         reason = str(exc)
     except PackagedModelUnavailable as exc:
-        if not auto:  # the user named this packaged model: say what to install rather than swap it
+        if auto is None:  # the user named this packaged model: say what to install rather than swap it
             raise
         reason = str(exc)
     preset, path, passed = _embedded(settings, spec)
     skipped = f" ({'; '.join(passed)})" if passed else ""
     # One note for the pick and the fallback: the reason names the file again.
     note(f"{picked + ', but ' if picked else ''}{reason}: falling back to {preset.gguf}{skipped}: {preset.note}")
-    return preset, path
+    fallback = None if auto is None else AutoPick(preset, f"{auto.preset.name} picked ({auto.why}), but {reason}",
+                                                  auto.speed_unknown)
+    return preset, path, fallback
 
 
 def _embedded(settings: Settings, unavailable: str) -> tuple[Preset, Path, list[str]]:

@@ -36,6 +36,7 @@ from searchbox.llm.gguf import gguf_digest
 from searchbox.llm.llamacpp_state import restore_sequence, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.schema_grammar import json_grammar
+from searchbox.llm.speed import Speed, llama_speed
 from searchbox.llm.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
@@ -206,6 +207,15 @@ class LlamaCppModel(ChatModel):
             llama.previous_prompt, llama.clean = 0, len(prefix)  # the next prompt starts a conversation
             how = "loaded" if llama.meter.restored else "evaluated"
             return KeptPrefix(len(prefix), how, time.monotonic() - started)
+
+    def measure_speed(self, prompt_tokens: int = 512, decoded: int = 32) -> Speed:
+        """llama.cpp's own prefill and decode speed for this model here (speed.llama_speed); empties the cache."""
+        with self._lock:
+            if self._llama is None:
+                raise LLMError(f"{self.model_id} was closed")
+            speed = llama_speed(self._llama, prompt_tokens, decoded)
+            self._llama.clean = self._llama.previous_prompt = 0
+            return speed
 
     def _request(self, messages: list[Message], tools: list[Tool] | None, tool_choice: ToolChoice) -> dict[str, Any]:
         """What decides the prompt: messages, tools, tool_choice."""
