@@ -258,7 +258,7 @@ def _llm_auto(settings: Settings, gpu: GpuCheck, models: list[ModelStatus], hub_
     pick = auto_pick_here(settings, measure=False)
     picked = f"{pick.preset.name}: {pick.why}"
     if pick.speed_unknown:
-        picked += " (a run with LLM_GGUF=auto measures it once, in seconds, and may pick otherwise)"
+        picked += " (a run with LLM_GGUF=auto measures it once and may pick otherwise)"
     if hub_reason and not any(m.ready for m in models if m.role == "llm" and m.name == pick.preset.name):
         return f"{picked}; it is not here and the hub cannot be used, so a run boots a packaged model instead"
     return picked

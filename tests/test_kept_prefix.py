@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,32 +81,39 @@ def test_a_second_fresh_process_loads_the_kept_prefix_and_gets_a_cold_processs_l
         assert warm["text"] == cold["text"]
 
 
-@pytest.mark.real_model
-@pytest.mark.slow
-def test_a_corrupt_kept_prefix_is_evaluated_again_and_kept_anew(kept: dict[str, Any], tmp_path: Path) -> None:
-    store = tmp_path / "store"
+def step_with_altered_file(kept: dict[str, Any], folder: Path, alter: Callable[[bytes], bytes]) -> Path:
+    """A fresh process's first step with the kept file altered: evaluated again, as a cold process evaluates it,
+    and kept anew. Returns the store."""
+    store = folder / "store"
     shutil.copytree(kept["store"], store)
     path = _only_file(store)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0x01  # one bit of the KV state
-    path.write_bytes(bytes(data))
-    again = first_step(store, tmp_path / "again.npy")
+    path.write_bytes(alter(path.read_bytes()))
+    again = first_step(store, folder / "again.npy")
     assert again["cacheRead"] == 0 and again["cacheWrite"] == kept["first"]["cacheWrite"]
     assert np.array_equal(again["logits"], kept["cold"]["logits"])
     assert _only_file(store).read_bytes() == _only_file(kept["store"]).read_bytes()  # kept anew, whole
+    return store
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_a_corrupt_kept_prefix_is_evaluated_again_and_kept_anew(kept: dict[str, Any], tmp_path: Path) -> None:
+    def flip_a_bit(data: bytes) -> bytes:
+        altered = bytearray(data)
+        altered[len(altered) // 2] ^= 0x01  # one bit of the KV state
+        return bytes(altered)
+
+    step_with_altered_file(kept, tmp_path, flip_a_bit)
 
 
 @pytest.mark.real_model
 @pytest.mark.slow
 def test_a_kept_prefix_of_another_setup_is_never_loaded(kept: dict[str, Any], tmp_path: Path) -> None:
     """A file whose bytes match its own checksum, but whose header says it was kept for another context."""
-    store = tmp_path / "store"
-    shutil.copytree(kept["store"], store)
-    path = _only_file(store)
-    data = path.read_bytes()
     setup = f'"n_ctx": {N_CTX},'.encode()
-    assert data.count(setup) == 1
-    path.write_bytes(data.replace(setup, f'"n_ctx": {N_CTX * 2},'.encode()))
-    again = first_step(store, tmp_path / "again.npy")
-    assert again["cacheRead"] == 0 and again["cacheWrite"] == kept["first"]["cacheWrite"]
-    assert np.array_equal(again["logits"], kept["cold"]["logits"])
+
+    def for_another_context(data: bytes) -> bytes:
+        assert data.count(setup) == 1
+        return data.replace(setup, f'"n_ctx": {N_CTX * 2},'.encode())
+
+    step_with_altered_file(kept, tmp_path, for_another_context)

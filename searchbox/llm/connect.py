@@ -1,7 +1,8 @@
 """From settings to a chat model: the endpoint at LLAMA_URL, or the built-in llama.cpp runtime.
 
 LLM_GGUF takes a local path, `repo_id:filename`, a packaged model (`packaged:qwen2.5-coder-1.5b`, ...),
-a preset name, or `auto` (the largest preset this machine holds). When the GGUF must come from a hub
+a preset name, or `auto` (the largest preset the GPU holds, or on a CPU the largest fast enough here:
+presets.auto_pick). When the GGUF must come from a hub
 that cannot be used and is not cached, the embedded model is booted instead: the packaged
 Qwen2.5-Coder-1.5B-Instruct, else the 0.5B, else Gemma 3 270M, whichever is installed and fits; one
 note says so. A preset's limits (context, output cap, steps per turn) apply to the knobs the user left
