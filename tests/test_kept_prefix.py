@@ -25,6 +25,7 @@ N_CTX = 4096
 # One first step in a fresh process: argv = prefix store folder ("" for none), where to save the logits.
 _FIRST_STEP = """
 import json, sys
+from pathlib import Path
 import numpy as np
 from searchbox.agent.run import run_prompt_head
 from searchbox.llm.gguf import resolve_gguf
@@ -35,7 +36,7 @@ from searchbox.settings import Settings
 
 store, logits_path, n_ctx = sys.argv[1], sys.argv[2], int(sys.argv[3])
 system, tools = run_prompt_head(Settings.resolve(env={}, tool_descriptions="brief", prompt_date="2026-12-02"))
-model = LlamaCppModel(resolve_gguf(PACKAGED_QWEN_05B), n_ctx, prefix_store=PrefixStore(store, 2**30) if store else None)
+model = LlamaCppModel(resolve_gguf(PACKAGED_QWEN_05B), n_ctx, prefix_store=PrefixStore(Path(store), 2**30) if store else None)
 messages = [system, {"role": "user", "content": "Who audited the FY2025 financial statements?"}]
 response = model.complete(messages, tools, max_tokens=1, temperature=0)
 llama = model._llama

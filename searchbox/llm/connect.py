@@ -71,7 +71,7 @@ def prefix_store(settings: Settings) -> PrefixStore | None:
     """Where the built-in runtime keeps shared prompt prefixes across processes; None when LLM_PREFIX_CACHE_MB=0."""
     if settings.llm_prefix_cache_mb <= 0:
         return None
-    return PrefixStore(settings.prefixes_dir, settings.llm_prefix_cache_mb * 2**20)
+    return PrefixStore(Path(settings.prefixes_dir), settings.llm_prefix_cache_mb * 2**20)
 
 
 def _choose_gguf(settings: Settings, note: Note,

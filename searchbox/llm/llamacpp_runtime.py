@@ -111,6 +111,9 @@ class LlamaCppModel(ChatModel):
 
     def keep_prefixes_in(self, store: PrefixStore) -> None:
         """Keep the prompt prefixes conversations share in `store`, keyed by this model's file and context."""
+        kept = getattr(self._llama, "kept", None)
+        if kept is not None and kept.store == store:  # each run's connect: no wait for a run using the model
+            return
         with self._lock:
             if self._llama is None:
                 return

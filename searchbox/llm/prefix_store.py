@@ -43,10 +43,10 @@ class PrefixKey:
         return hashlib.sha256(canonical.encode()).hexdigest() + SUFFIX
 
 
+@dataclass(frozen=True)
 class PrefixStore:
-    def __init__(self, directory: str | Path, max_bytes: int) -> None:
-        self.directory = Path(directory)
-        self.max_bytes = max_bytes
+    directory: Path
+    max_bytes: int
 
     def load(self, key: PrefixKey) -> bytes | None:
         """The state kept for exactly this key, or None (none kept, or a file that does not check out)."""
