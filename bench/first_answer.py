@@ -48,7 +48,10 @@ def new_tokens(job_dir: Path) -> dict[str, int]:
 def report(label: str, seconds: float, tokens: dict[str, int], prefill: float, decode: float, job_dir: Path) -> None:
     limit = tokens["new_prompt"] / prefill + tokens["output"] / decode
     meta = json.loads((job_dir / "run_meta.json").read_text())
-    print(f"{label} | {seconds:.1f} | {limit:.1f} | {seconds / limit:.2f} | {tokens['steps']} | "
+    timing = json.loads((job_dir / "timing.json").read_text())
+    # Where the seconds went: the run itself (its LLM calls and tools) and what came before it.
+    split = (f"{meta['elapsed_seconds']:.1f} ({timing['llm_ms'] / 1000:.1f} / {timing['tool_ms'] / 1000:.1f})")
+    print(f"{label} | {seconds:.1f} | {limit:.1f} | {seconds / limit:.2f} | {split} | {tokens['steps']} | "
           f"{tokens['prompt']:,} ({tokens['cached']:,} cached) | {tokens['new_prompt']:,} | {tokens['output']:,} | "
           f"{meta.get('stop_reason')}, {meta.get('tool_calls')} tool calls", flush=True)
 
@@ -120,7 +123,8 @@ def main() -> None:
         prefill, decode = raw.prefill_tps, raw.decode_tps
         print(f"raw llama.cpp: prefill {prefill:.1f} tok/s, decode {decode:.1f} tok/s", flush=True)
         model.close()  # the fresh process and the app load their own
-        print("run | seconds | limit s | ratio | steps | prompt tokens | new prompt tokens | output tokens | stop")
+        print("run | seconds | limit s | ratio | the run's own s (LLM / tools) | steps | prompt tokens | "
+              "new prompt tokens | output tokens | stop")
         fresh = Path(home) / "fresh"
         report("fresh process (python -m searchbox run)", fresh_process(env, fresh), new_tokens(fresh), prefill,
                decode, fresh)

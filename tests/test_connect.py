@@ -22,7 +22,7 @@ from searchbox.llm.connect import connect_for_run
 from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
-from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, find_preset, fit_limits, auto_pick
+from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings, SettingsError, knob_docs
@@ -129,6 +129,7 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
                                          "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
                                          "TOOL_DESCRIPTIONS": "brief"}
+    assert connection.auto.preset.gguf == PACKAGED_QWEN_15B and ", but " in connection.auto.why  # run_meta's llm_auto
     [fallback] = notes  # one note says what auto picked and why it fell back
     assert fallback.startswith("LLM_GGUF=auto picked unsloth/Qwen3-1.7B-GGUF") and ", but unsloth/Qwen3-1.7B" in fallback
     assert "HF_HUB_OFFLINE is set" in fallback and f"falling back to {PACKAGED_QWEN_15B}" in fallback
@@ -196,7 +197,8 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
                                     max_steps_per_turn=3)
         create_job(job_dir, "When does the lease end?", source, settings)
         fitted, _ = fit_limits(settings, find_preset(PACKAGED_QWEN_05B))  # as connect_for_run does
-        run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"))
+        picked = AutoPick(find_preset(PACKAGED_QWEN_05B), "a typical run ~40 s, within the 90 s target")
+        run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"), llm_auto=picked)
         sent = endpoint.requests[0].body
     assert sent["max_tokens"] == 1024
     meta = read_json(job_dir / "run_meta.json")
@@ -209,6 +211,8 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
     assert meta["harness"]["assists"] == list(SMALL_MODEL_ASSIST_EVIDENCE) and sent["tool_choice"] == "auto"
     assert meta["preset_assists"] == SMALL_MODEL_ASSIST_EVIDENCE
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
+    assert meta["llm_auto"] == {"picked": "qwen2.5-coder-0.5b", "gguf": PACKAGED_QWEN_05B,
+                                "why": "a typical run ~40 s, within the 90 s target"}
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}
 
 

@@ -11,6 +11,10 @@ template-less (base) model gets plain chatml and grammar-held JSON actions (see 
 forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
 one call in the template's own format (see tool_grammar). While tools are on offer, a template
 model's system message ends with an example call in that format (see call_format).
+
+The KV cache is reused in whole micro-batches across conversations (cache_to_keep), so a seeded run's
+logits never depend on what ran before it; with a prefix store, the prefix a configuration's prompts share
+(system prompt and tools) is kept on disk for the next process (prefix_store, llamacpp_state).
 """
 
 from __future__ import annotations
