@@ -94,7 +94,7 @@ def warm_app(env: dict[str, str], jobs: Path, model: str, asks: int) -> list[tup
             for _update in client.submit(*args, api_name="/search"):
                 pass
             seconds = time.perf_counter() - submitted
-            [job_dir] = [p for p in jobs.iterdir() if p not in before]
+            [job_dir] = [p for p in jobs.iterdir() if p not in before and (p / "session.jsonl").is_file()]
             timed.append((seconds, job_dir))
         return timed
     finally:

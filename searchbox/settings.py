@@ -93,7 +93,7 @@ class Settings:
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
     )
     llm_auto_target_seconds: int = knob(
-        90, "LLM_GGUF=auto on a CPU: the largest model whose typical run (2,000 new prompt tokens, 200 output "
+        120, "LLM_GGUF=auto on a CPU: the largest model whose typical run (2,500 new prompt tokens, 350 output "
         "tokens) this machine's measured llama.cpp speed finishes within this many seconds (measured once, kept "
         "in <cache dir>/cpu_speed.json)"
     )

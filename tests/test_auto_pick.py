@@ -20,9 +20,10 @@ connect_module = importlib.import_module("searchbox.llm.connect")
 speed_module = importlib.import_module("searchbox.llm.speed")
 
 THIS_MACHINE_RAM_MB = 21_985  # what doctor reports here
-# The packaged 0.5B on these 2 cores, idle (raw llama.cpp; a loaded machine measures less).
+# The packaged 0.5B on these 2 cores idle, assumed: they were never idle while this was written (shared
+# with other sessions, load average 4 to 16, they measured 12 prompt and 5.6 output tokens/s).
 IDLE_2_CORES = CpuSpeed(Speed(prefill_tps=80.0, decode_tps=25.0), reference_mb=468, load_average=0.3)
-TARGET_S = 90
+TARGET_S = 120
 
 
 def never_measured() -> CpuSpeed | None:
@@ -34,8 +35,8 @@ def test_on_this_machine_auto_picks_the_packaged_1_5b_for_its_speed() -> None:
     minutes here; the thinking Qwen3-1.7B writes about five times as much."""
     pick = auto_pick(0, THIS_MACHINE_RAM_MB, lambda: IDLE_2_CORES, TARGET_S)
     assert pick.preset.name == "qwen2.5-coder-1.5b"
-    assert "~75 s, within the 90 s target" in pick.why
-    assert "larger: qwen3-4b-instruct-2507 ~176 s, qwen3-1.7b ~" in pick.why  # the 35B does not fit the RAM
+    assert "~103 s, within the 120 s target" in pick.why
+    assert "larger: qwen3-4b-instruct-2507 ~242 s, qwen3-1.7b ~240 s" in pick.why  # the 35B does not fit the RAM
     assert auto_pick(0, THIS_MACHINE_RAM_MB, lambda: None, TARGET_S).preset.name == "qwen3-4b-instruct-2507"
 
 
@@ -43,13 +44,13 @@ def test_a_faster_cpu_or_a_longer_target_picks_a_larger_model() -> None:
     four_times = CpuSpeed(Speed(320.0, 100.0), 468, 0.0)
     assert auto_pick(0, 64_000, lambda: four_times, TARGET_S).preset.name == "qwen3.6-35b-a3b"
     assert auto_pick(0, THIS_MACHINE_RAM_MB, lambda: four_times, TARGET_S).preset.name == "qwen3-4b-instruct-2507"
-    assert auto_pick(0, THIS_MACHINE_RAM_MB, lambda: IDLE_2_CORES, 200).preset.name == "qwen3-4b-instruct-2507"
+    assert auto_pick(0, THIS_MACHINE_RAM_MB, lambda: IDLE_2_CORES, 250).preset.name == "qwen3-4b-instruct-2507"
 
 
 def test_a_cpu_too_slow_for_the_target_gets_the_fastest_instruct_model_not_the_base_model() -> None:
     crawling = CpuSpeed(Speed(5.0, 2.0), 468, 7.0)
     pick = auto_pick(0, THIS_MACHINE_RAM_MB, lambda: crawling, TARGET_S)
-    assert pick.preset.name == "qwen2.5-coder-0.5b" and "the fastest; none within the 90 s target" in pick.why
+    assert pick.preset.name == "qwen2.5-coder-0.5b" and "the fastest; none within the 120 s target" in pick.why
     assert auto_pick(0, 1_000, lambda: crawling, TARGET_S).preset.name == "gemma3-270m"  # all that fits
 
 
@@ -101,7 +102,7 @@ def test_what_a_run_boots_on_this_machine_with_the_hub_reachable_and_not(monkeyp
     # The packaged 1.5B either way: picked for its speed, so nothing is downloaded and nothing falls back.
     assert preset.gguf == PACKAGED_QWEN_15B == booted[0] and auto.preset is preset
     [note] = notes
-    assert note.startswith(f"LLM_GGUF=auto picked {PACKAGED_QWEN_15B}: a typical run ~75 s")
+    assert note.startswith(f"LLM_GGUF=auto picked {PACKAGED_QWEN_15B}: a typical run ~103 s")
 
 
 def test_a_gpu_build_on_a_gpu_machine_boots_the_production_model(monkeypatch: pytest.MonkeyPatch,
