@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.tools.sandbox import for_settings  # noqa: E402
@@ -35,11 +37,25 @@ def main() -> None:
     os.environ["FORWARDED_ALLOW_IPS"] = "0.0.0.0/32"  # a peer that never connects: uvicorn trusts no one
     os.environ["SEARCHBOX_TRUSTED_PROXIES"] = settings.searchbox_trusted_proxies
     app = build_app(settings).queue(default_concurrency_limit=8)
+    # The model and the prompt prefix every run starts with, ready before the first visitor asks.
+    threading.Thread(target=_keep_prompt_prefix, args=(settings,), name="keep-prompt-prefix", daemon=True).start()
     # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.
     print(f"searchbox: http://{args.host}:{args.port}/" + ("" if args.share else "  (python app.py --share for a public link)"),
           flush=True)
     app.launch(server_name=args.host, server_port=args.port, share=args.share, auth=auth, quiet=not args.share,
                max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **LAUNCH_OPTIONS)
+
+
+def _keep_prompt_prefix(settings: Settings) -> None:
+    try:
+        kept = keep_prompt_prefix(settings, on_note=lambda note: print(f"searchbox: {note}", flush=True))
+    except Exception as exc:  # the first run meets the same trouble and says so in its feed
+        print(f"!!! searchbox: could not prepare the model at start-up: {type(exc).__name__}: {exc}", file=sys.stderr,
+              flush=True)
+        return
+    if kept is not None and kept.tokens:
+        print(f"searchbox: the prompt prefix runs start with ({kept.tokens} tokens) {kept.how} in {kept.seconds:.1f} s",
+              flush=True)
 
 
 if __name__ == "__main__":

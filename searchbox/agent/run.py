@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
@@ -15,10 +16,11 @@ from searchbox.records.events import EventBus, Listener, Notice, Stop
 from searchbox.agent.loop import AgentLoop
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.loop import PiLoop
+from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
-from searchbox.agent.toolbox import RunToolbox
+from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.llm.call_parsing import with_call_parsing
-from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE
+from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
 from searchbox.llm.support_judge import configured_judge
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
@@ -27,6 +29,9 @@ from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
+
+if TYPE_CHECKING:
+    from searchbox.llm.llamacpp_runtime import KeptPrefix
 
 
 def preset_assists(settings: Settings) -> dict[str, Any]:
@@ -37,10 +42,12 @@ def preset_assists(settings: Settings) -> dict[str, Any]:
     return {"preset_assists": {name: SMALL_MODEL_ASSIST_EVIDENCE.get(name, "") for name in settings.assists}}
 
 
-def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[str, Any]:
+def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings,
+             llm_auto: AutoPick | None = None) -> dict[str, Any]:
     """What run_meta.json says of the run's setup: fixed for the run, so taken once at its start (what the
     retrieval loads, which a run learns as it goes, the recording asks the workspace at each write)."""
     return {
+        **({"llm_auto": llm_auto.record()} if llm_auto else {}),
         "harness": harness_record(settings),
         "model_id": model.model_id,
         "tools_enabled": toolbox.names,
@@ -60,14 +67,11 @@ def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings) -> dict[
 
 
 def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list[Listener] | None = None,
-            control: RunControl | None = None) -> str:
-    """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session."""
+            control: RunControl | None = None, llm_auto: AutoPick | None = None) -> str:
+    """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session.
+    `llm_auto`: what LLM_GGUF=auto picked for it, and why."""
     control = control or RunControl()
-    window = getattr(model, "context_window", None)
-    if window and window < settings.context_window:
-        # The runtime capped the window for this model: compaction and the records use the real one.
-        settings = settings.with_derived(context_window=window)
-    settings, retrieval_notes = fit_retrieval(settings)
+    settings, retrieval_notes = fit_to_machine(settings, model)
     model = with_call_parsing(model, settings.tool_call_parsing)
     folder = JobFolder(job_dir)
     if not settings.prompt_date:  # the prompt names today: the day the run started, also when it resumes
@@ -78,7 +82,7 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     workspace.judge, judge_client = configured_judge(settings, lambda: model)
     toolbox = RunToolbox(workspace, settings)
-    recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings))
+    recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings, llm_auto))
     bus = EventBus(folder.events, [recording, *(listeners or [])])
     for note in [*retrieval_notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))
@@ -87,6 +91,41 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     finally:
         if judge_client is not None:
             judge_client.close()
+
+
+def fit_to_machine(settings: Settings, model: ChatModel) -> tuple[Settings, list[str]]:
+    """The settings a run with this model uses: the context window the runtime gave it, and retrieval models
+    this machine can load (with a note for each change)."""
+    window = getattr(model, "context_window", None)
+    if window and window < settings.context_window:
+        # The runtime capped the window for this model: compaction and the records use the real one.
+        settings = settings.with_derived(context_window=window)
+    return fit_retrieval(settings)
+
+
+def run_prompt_head(settings: Settings) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The system message and tool schemas a native run with these settings opens with: what every run of a
+    configuration sends before its question."""
+    _, tools = tools_on_offer(settings)
+    schemas = tools.schemas(settings.tool_descriptions)
+    return {"role": "system", "content": run_system_prompt(settings, schemas)}, schemas
+
+
+def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> KeptPrefix | None:
+    """Boot the built-in model these settings pick and have it hold the prompt prefix their runs start with
+    today (system prompt and tool schemas): loaded from the prefix store, or evaluated and kept there. The app
+    does it at start-up, so that its first visitor does not pay for it. None where runs use an endpoint or the
+    Pi harness, or LLM_PREFIX_CACHE_MB=0."""
+    from searchbox.llm.connect import connect_for_run
+    from searchbox.llm.llamacpp_runtime import LlamaCppModel
+
+    if settings.llama_url or settings.harness != "native" or settings.llm_prefix_cache_mb <= 0:
+        return None
+    connection = connect_for_run(settings, on_note=on_note)
+    if not isinstance(connection.model, LlamaCppModel):
+        return None
+    system, schemas = run_prompt_head(fit_to_machine(connection.settings, connection.model)[0])
+    return connection.model.keep_prefix([system], schemas or None)
 
 
 def make_loop(job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
@@ -126,7 +165,7 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
     model, settings = connection.model, connection.settings
     boot.emit(Notice(level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f} s"))
     try:
-        return run_job(job_dir, settings, model, listeners, control)
+        return run_job(job_dir, settings, model, listeners, control, connection.auto)
     finally:
         if settings.llama_url:  # an HTTP client is cheap to remake; a loaded llama.cpp model is kept
             model.close()

@@ -1,7 +1,8 @@
 """From settings to a chat model: the endpoint at LLAMA_URL, or the built-in llama.cpp runtime.
 
 LLM_GGUF takes a local path, `repo_id:filename`, a packaged model (`packaged:qwen2.5-coder-1.5b`, ...),
-a preset name, or `auto` (the largest preset this machine holds). When the GGUF must come from a hub
+a preset name, or `auto` (the largest preset the GPU holds, or on a CPU the largest fast enough here:
+presets.auto_pick). When the GGUF must come from a hub
 that cannot be used and is not cached, the embedded model is booted instead: the packaged
 Qwen2.5-Coder-1.5B-Instruct, else the 0.5B, else Gemma 3 270M, whichever is installed and fits; one
 note says so. A preset's limits (context, output cap, steps per turn) apply to the knobs the user left
@@ -19,8 +20,10 @@ from pathlib import Path
 from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
 from searchbox.llm.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
+from searchbox.llm.prefix_store import PrefixStore
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.llm.presets import PRESETS, Preset, find_preset, fit_limits, fits, pick_preset
+from searchbox.llm.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
+from searchbox.llm.speed import cpu_speed
 from searchbox.llm.types import ChatModel
 from searchbox.settings import Settings
 
@@ -33,6 +36,7 @@ Note = Callable[[str], None]
 class Connection:
     model: ChatModel
     settings: Settings  # the run's settings, limits fitted to the model that runs (Settings.derived)
+    auto: AutoPick | None = None  # what LLM_GGUF=auto picked and why
 
 
 def connect(settings: Settings, *, on_note: Note | None = None, progress: Progress | None = None) -> ChatModel:
@@ -48,40 +52,56 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
     if settings.llama_url:
         return Connection(OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
                                        max_attempts=settings.llm_attempts), settings)
-    preset, path = _choose_gguf(settings, note, progress)
+    preset, path, auto = _choose_gguf(settings, note, progress)
     if preset is not None:
         settings, notes = fit_limits(settings, preset)
         for message in notes:
             note(message)
-    return Connection(load_llamacpp(path, settings.context_window), settings)
+    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings)), settings, auto)
 
 
-def _choose_gguf(settings: Settings, note: Note, progress: Progress | None) -> tuple[Preset | None, Path]:
+def auto_pick_here(settings: Settings, *, measure: bool = True) -> AutoPick:
+    """What LLM_GGUF=auto picks on this machine; `measure=False` uses only a CPU speed measured before."""
+    return auto_pick(free_vram_mb(), available_ram_mb(),
+                     lambda: cpu_speed(settings.cache_dir, settings.models_dir, measure=measure),
+                     settings.llm_auto_target_seconds)
+
+
+def prefix_store(settings: Settings) -> PrefixStore | None:
+    """Where the built-in runtime keeps shared prompt prefixes across processes; None when LLM_PREFIX_CACHE_MB=0."""
+    if settings.llm_prefix_cache_mb <= 0:
+        return None
+    return PrefixStore(Path(settings.prefixes_dir), settings.llm_prefix_cache_mb * 2**20)
+
+
+def _choose_gguf(settings: Settings, note: Note,
+                 progress: Progress | None) -> tuple[Preset | None, Path, AutoPick | None]:
     spec = settings.llm_gguf.strip()
-    auto = spec == "auto"
+    auto = auto_pick_here(settings) if spec == "auto" else None
     picked = ""
-    if auto:
-        vram, ram = free_vram_mb(), available_ram_mb()
-        spec = pick_preset(vram, ram).gguf
-        picked = f"LLM_GGUF=auto picked {spec} for {vram} MB free VRAM and {ram} MB available RAM"
+    if auto is not None:
+        spec = auto.preset.gguf
+        picked = f"LLM_GGUF=auto picked {spec}: {auto.why}"
     elif (named := find_preset(spec)) is not None:
         spec = named.gguf
     try:
         path = resolve_gguf(spec, progress=progress, models_dir=settings.models_dir)
         if picked:
             note(picked)
-        return find_preset(spec), path
+        return find_preset(spec), path, auto
     except GGUFUnavailable as exc:
         reason = str(exc)
     except PackagedModelUnavailable as exc:
-        if not auto:  # the user named this packaged model: say what to install rather than swap it
+        if auto is None:  # the user named this packaged model: say what to install rather than swap it
             raise
         reason = str(exc)
     preset, path, passed = _embedded(settings, spec)
     skipped = f" ({'; '.join(passed)})" if passed else ""
     # One note for the pick and the fallback: the reason names the file again.
     note(f"{picked + ', but ' if picked else ''}{reason}: falling back to {preset.gguf}{skipped}: {preset.note}")
-    return preset, path
+    fallback = None if auto is None else AutoPick(preset, f"{auto.preset.name} picked ({auto.why}), but {reason}",
+                                                  auto.speed_unknown)
+    return preset, path, fallback
 
 
 def _embedded(settings: Settings, unavailable: str) -> tuple[Preset, Path, list[str]]:

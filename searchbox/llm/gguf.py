@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -10,12 +11,13 @@ from typing import Any
 
 from searchbox.hub import hub_unavailable_reason
 from searchbox.llm.errors import GGUFUnavailable, LLMError
-from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, packaged_gguf
+from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, file_sha256, packaged_gguf, recorded_sha256
 from searchbox.settings import default_cache_dir
 
-__all__ = ["PACKAGED_GEMMA", "Progress", "resolve_gguf"]
+__all__ = ["PACKAGED_GEMMA", "Progress", "gguf_digest", "resolve_gguf"]
 
 _REPO_ID = re.compile(r"[\w.-]+/[\w.-]+")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # Called with (bytes done, total bytes or None) while a GGUF downloads.
 Progress = Callable[[int, int | None], None]
@@ -85,3 +87,21 @@ def _reporting_tqdm(progress: Progress) -> Any:
             return shown
 
     return ReportingTqdm
+
+
+def gguf_digest(path: str | Path) -> str:
+    """The sha256 of a GGUF, at the cost of a stat where it is known: a packaged model verified when it
+    was assembled (its sidecar), a hub download (huggingface-hub names a blob by its sha256 and checks it
+    on download); any other file is hashed once per process."""
+    real = Path(path).resolve()
+    info = real.stat()
+    if (recorded := recorded_sha256(real)) is not None:
+        return recorded
+    if real.parent.name == "blobs" and _SHA256.fullmatch(real.name):
+        return real.name
+    return _hashed(real, info.st_size, info.st_mtime_ns)
+
+
+@functools.cache
+def _hashed(path: Path, size: int, mtime_ns: int) -> str:  # size and mtime: a rewritten file is hashed again
+    return file_sha256(path)

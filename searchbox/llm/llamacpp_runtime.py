@@ -11,12 +11,18 @@ template-less (base) model gets plain chatml and grammar-held JSON actions (see 
 forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
 one call in the template's own format (see tool_grammar). While tools are on offer, a template
 model's system message ends with an example call in that format (see call_format).
+
+The KV cache is reused in whole micro-batches across conversations (cache_to_keep), so a seeded run's
+logits never depend on what ran before it; with a prefix store, the prefix a configuration's prompts share
+(system prompt and tools) is kept on disk for the next process (prefix_store, llamacpp_state).
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import itertools
+import json
 import threading
 import weakref
 import time
@@ -30,11 +36,18 @@ from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.call_format import call_format, example_call
+from searchbox.llm.gguf import gguf_digest
+from searchbox.llm.llamacpp_state import restore_sequence, sequence_state, setup_key
+from searchbox.llm.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.schema_grammar import json_grammar
+from searchbox.llm.speed import Speed, llama_speed
 from searchbox.llm.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
 PLAIN_FORMAT = "chatml"
+# Two first questions that differ from their first character: what their prompts share is the configuration's.
+PROBE_QUESTIONS = ("A?", "B?")
+_PREFIXES_REMEMBERED = 8
 
 _registry: dict[tuple[str, int], LlamaCppModel] = {}
 _registry_lock = threading.Lock()
@@ -54,23 +67,35 @@ def _free_at_exit() -> None:
                 model._lock.release()
 
 
-def load_llamacpp(gguf_path: str | Path, n_ctx: int) -> LlamaCppModel:
-    """The shared model for this GGUF and context size, loaded on first use."""
+def load_llamacpp(gguf_path: str | Path, n_ctx: int, prefix_store: PrefixStore | None = None) -> LlamaCppModel:
+    """The shared model for this GGUF and context size, loaded on first use; with a prefix store, prompt
+    prefixes are kept in it across processes."""
     key = (str(Path(gguf_path).resolve()), n_ctx)
     with _registry_lock:
         model = _registry.get(key)
         if model is None or model.closed:
-            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx)
+            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx, prefix_store=prefix_store)
+        elif prefix_store is not None:
+            model.keep_prefixes_in(prefix_store)
         return model
 
 
+@dataclass(frozen=True)
+class KeptPrefix:
+    tokens: int
+    how: str  # none (no prefix shared, or no store), held (already in the cache), loaded (from the store), evaluated
+    seconds: float = 0.0
+
+
 class LlamaCppModel(ChatModel):
-    def __init__(self, gguf_path: str | Path, n_ctx: int, *, n_threads: int | None = None) -> None:
+    def __init__(self, gguf_path: str | Path, n_ctx: int, *, n_threads: int | None = None,
+                 prefix_store: PrefixStore | None = None) -> None:
         self.path = Path(gguf_path)
         self.model_id = self.path.name
         self.context_window = n_ctx
         self._lock = threading.Lock()
         self._llama, self.runtime = _construct(self.path, n_ctx, n_threads)
+        self._prefixes: dict[str, tuple[int, ...]] = {}  # configuration (system messages, tools) -> its shared prefix
         # A model with no template of its own has no tool-call format either: JSON actions instead.
         self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
         if self.json_actions:
@@ -80,11 +105,26 @@ class LlamaCppModel(ChatModel):
         self._starts_in_reasoning = _template_opens_think(self._llama)
         self.call_format = call_format(self._llama.metadata.get("tokenizer.chat_template", ""))
         self.example_calls = True  # bench/tool_calls.py turns it off to measure what it brings
+        if prefix_store is not None:
+            self.keep_prefixes_in(prefix_store)
         _live.add(self)
 
     @property
     def closed(self) -> bool:
         return self._llama is None
+
+    def keep_prefixes_in(self, store: PrefixStore) -> None:
+        """Keep the prompt prefixes conversations share in `store`, keyed by this model's file and context."""
+        kept = getattr(self._llama, "kept", None)
+        if kept is not None and kept.store == store:  # each run's connect: no wait for a run using the model
+            return
+        with self._lock:
+            if self._llama is None:
+                return
+            setup = setup_key(self._llama, gguf_digest(self.path), self.runtime)
+            self._llama.kept = _KeptPrefixes(store, setup)
+            self.runtime["kv_reuse"] = (f"{_aligned_reuse(self._llama)}; shared prefixes kept on disk across "
+                                        "processes")
 
     def stream(
         self,
@@ -104,30 +144,13 @@ class LlamaCppModel(ChatModel):
             if llama is None:
                 raise LLMError(f"{self.model_id} was closed")
             json_mode = self.json_actions
-            kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+            kwargs: dict[str, Any] = {**self._request(messages, tools, tool_choice), "max_tokens": max_tokens,
+                                      "temperature": temperature}
             if seed is not None:  # else llama-cpp-python draws one from its own generator
                 kwargs["seed"] = seed
-            if json_mode:
-                # With no tools on offer (a wrap-up) the only action left is the answer, in the same
-                # format the model has followed all along.
-                offered = _chosen(tools or [], tool_choice) if tools else []
-                allow_answer = tool_choice == "auto" or not offered  # "required" or a named tool: a call it must be
-                # Our own grammar, not response_format: llama-cpp-python's converter cannot bound lists and strings.
-                grammar = json_grammar(json_actions.action_schema(offered, allow_answer))
-                kwargs.update(messages=json_actions.render_history(messages, offered),
-                              grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
-            else:
-                kwargs["messages"] = self._prepare(messages, tools)
-                if tools:
-                    kwargs["tools"] = tools  # all of them even when one is forced: the prompt (and its cache) stays put
-                    if tool_choice not in ("auto", "none"):
-                        # Never llama-cpp-python's own forcing: it ignores "required", and a named tool gets
-                        # bare arguments outside the model's format. A dict tool_choice would replace this grammar.
-                        grammar = call_grammar(_chosen(tools, tool_choice), self.call_format,
-                                               in_reasoning=self._starts_in_reasoning)
-                        kwargs.update(tool_choice="required", grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
-                    else:
-                        kwargs["tool_choice"] = tool_choice
+            if (grammar := self._grammar(tools, tool_choice)) is not None:
+                kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+            llama.shared_prefix = self._shared_prefix(messages, tools, tool_choice) if llama.kept else ()
             builder = ResponseBuilder(tools, starts_in_reasoning=self._starts_in_reasoning)
             llama.meter = _Meter()
             llama_cpp.llama_perf_context_reset(llama.ctx)
@@ -149,7 +172,8 @@ class LlamaCppModel(ChatModel):
                 raise LLMError(f"{self.model_id}: llama.cpp failed: {exc}") from exc
             ended = time.monotonic()
             meter: _Meter = llama.meter
-            usage = Usage(input=meter.prompt_tokens, output=meter.sampled, cache_read=meter.reused)
+            usage = Usage(input=meter.prompt_tokens, output=meter.sampled, cache_read=meter.reused,
+                          cache_write=meter.written)
             timings = _timings(meter, llama_cpp.llama_perf_context(llama.ctx), started, ended)
             if not json_mode:
                 yield from builder.finish(usage, timings)
@@ -170,6 +194,96 @@ class LlamaCppModel(ChatModel):
             for key, model in list(_registry.items()):
                 if model is self:
                     del _registry[key]
+
+    def keep_prefix(self, messages: list[Message], tools: list[Tool] | None) -> KeptPrefix:
+        """Have the KV cache hold the prefix every conversation that opens with these system messages and
+        tools starts with (whole micro-batches), from the prefix store or evaluated now and kept there: what
+        the app does at start-up, so that its first visitor's run does not pay for it."""
+        with self._lock:
+            llama = self._llama
+            if llama is None:
+                raise LLMError(f"{self.model_id} was closed")
+            prefix = self._shared_prefix(messages, tools, "auto") if llama.kept else ()
+            if not prefix:
+                return KeptPrefix(0, "none")
+            started = time.monotonic()
+            llama.meter = _Meter()
+            if llama.holds(prefix):
+                return KeptPrefix(len(prefix), "held")
+            llama.take_prefix(prefix, 0)
+            llama.previous_prompt, llama.clean = 0, len(prefix)  # the next prompt starts a conversation
+            how = "loaded" if llama.meter.restored else "evaluated"
+            return KeptPrefix(len(prefix), how, time.monotonic() - started)
+
+    def measure_speed(self, prompt_tokens: int = 512, decoded: int = 32) -> Speed:
+        """llama.cpp's own prefill and decode speed for this model here (speed.llama_speed); empties the cache."""
+        with self._lock:
+            if self._llama is None:
+                raise LLMError(f"{self.model_id} was closed")
+            speed = llama_speed(self._llama, prompt_tokens, decoded)
+            self._llama.clean = self._llama.previous_prompt = 0
+            return speed
+
+    def _request(self, messages: list[Message], tools: list[Tool] | None, tool_choice: ToolChoice) -> dict[str, Any]:
+        """What decides the prompt: messages, tools, tool_choice."""
+        if self.json_actions:
+            return {"messages": json_actions.render_history(messages, _offered(tools, tool_choice))}
+        request: dict[str, Any] = {"messages": self._prepare(messages, tools)}
+        if not tools:
+            return request
+        # All the tools even when one is forced: the prompt (and its cache) stays put.
+        return {**request, "tools": tools, "tool_choice": tool_choice if tool_choice in ("auto", "none") else "required"}
+
+    def _grammar(self, tools: list[Tool] | None, tool_choice: ToolChoice) -> str | None:
+        """The grammar a reply is held to, if any."""
+        if self.json_actions:
+            # With no tools on offer (a wrap-up) the only action left is the answer, in the same
+            # format the model has followed all along.
+            offered = _offered(tools, tool_choice)
+            allow_answer = tool_choice == "auto" or not offered  # "required" or a named tool: a call it must be
+            # Our own grammar, not response_format: llama-cpp-python's converter cannot bound lists and strings.
+            return json_grammar(json_actions.action_schema(offered, allow_answer))
+        if not tools or tool_choice in ("auto", "none"):
+            return None
+        # Never llama-cpp-python's own forcing: it ignores "required", and a named tool gets
+        # bare arguments outside the model's format. A dict tool_choice would replace this grammar.
+        return call_grammar(_chosen(tools, tool_choice), self.call_format, in_reasoning=self._starts_in_reasoning)
+
+    def _shared_prefix(self, messages: list[Message], tools: list[Tool] | None,
+                       tool_choice: ToolChoice) -> tuple[int, ...]:
+        """The whole micro-batches of prompt tokens that every conversation opening with these system messages
+        and tools starts with, whatever its question: what two prompts with different questions share.
+        Remembered for the configurations a run alternates between (a forced step and a free one)."""
+        head = list(itertools.takewhile(lambda message: message.get("role") == "system", messages))
+        if not head:
+            return ()
+        configuration = json.dumps([head, tools, tool_choice], sort_keys=True, default=str)
+        if configuration not in self._prefixes:
+            prompts = [self._prompt_tokens(self._request([*head, {"role": "user", "content": question}], tools,
+                                                         tool_choice)) for question in PROBE_QUESTIONS]
+            shared = _common_length(*prompts) if all(prompts) else 0
+            ubatch = self._llama.context_params.n_ubatch
+            if len(self._prefixes) >= _PREFIXES_REMEMBERED:
+                self._prefixes.clear()
+            self._prefixes[configuration] = tuple(prompts[0][: shared // ubatch * ubatch])
+        return self._prefixes[configuration]
+
+    def _prompt_tokens(self, request: dict[str, Any]) -> list[int]:
+        """The prompt llama-cpp-python would evaluate for this request, rendered and tokenized by its own
+        chat handler but not evaluated; empty when it cannot be rendered (the real call will say why)."""
+        import jinja2
+
+        llama = self._llama
+        llama.capturing = True
+        try:
+            llama.create_chat_completion(**request, max_tokens=1)
+        except _PromptCaptured as captured:
+            return captured.tokens
+        except (ValueError, jinja2.TemplateError):
+            return []
+        finally:
+            llama.capturing = False
+        return []
 
     def _prepare(self, messages: list[Message], tools: list[Tool] | None) -> list[Message]:
         """Messages as the chat template can render them, the system message with an example call."""
@@ -204,6 +318,11 @@ def _with_argument_object(part: dict[str, Any]) -> dict[str, Any]:
     return {**part, "function": {**function, "arguments": arguments}}
 
 
+def _offered(tools: list[Tool] | None, tool_choice: ToolChoice) -> list[Tool]:
+    """The tools a template-less model's JSON actions may call."""
+    return _chosen(tools, tool_choice) if tools else []
+
+
 def _chosen(tools: list[Tool], tool_choice: ToolChoice) -> list[Tool]:
     """The tools a tool_choice leaves on offer (all of them for "auto" and "required")."""
     if isinstance(tool_choice, dict):
@@ -212,12 +331,30 @@ def _chosen(tools: list[Tool], tool_choice: ToolChoice) -> list[Tool]:
     return tools
 
 
+def _common_length(first: list[int], second: list[int]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))
+
+
+class _PromptCaptured(Exception):
+    def __init__(self, tokens: list[int]) -> None:
+        super().__init__("prompt captured")
+        self.tokens = tokens
+
+
+@dataclass(frozen=True)
+class _KeptPrefixes:
+    store: PrefixStore
+    setup: dict[str, Any]  # what a kept state depends on besides its tokens (llamacpp_state.setup_key)
+
+
 @dataclass
 class _Meter:
     """What llama-cpp-python's streaming API does not report: token counts and the first token's time."""
 
     prompt_tokens: int = 0
-    reused: int = 0  # prompt tokens whose KV cache was kept from the previous call
+    reused: int = 0  # prompt tokens whose KV cache was kept from the previous call or loaded from the prefix store
+    restored: int = 0  # of those, loaded from the prefix store
+    written: int = 0  # prompt tokens whose KV state was saved to the prefix store
     sampled: int = 0
     first_token_at: float | None = None
 
@@ -251,20 +388,29 @@ def _metered_llama_class() -> type:
         meter = _Meter()
         clean = 0  # cache positions evaluated as whole micro-batches, in line with a cold evaluation
         previous_prompt = 0  # tokens of the last prompt evaluated
+        kept: _KeptPrefixes | None = None  # where shared prefixes are kept across processes
+        shared_prefix: tuple[int, ...] = ()  # set for each call: whole micro-batches its configuration shares
+        capturing = False  # a call only to learn its prompt: generate() raises _PromptCaptured with it
+
+        def set_seed(self, seed: int) -> None:
+            if not self.capturing:  # learning a prompt must not advance the unseeded generator
+                super().set_seed(seed)
 
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Iterator[int]:
             tokens = list(tokens)
+            if self.capturing:
+                raise _PromptCaptured(tokens)
             self.meter.prompt_tokens += len(tokens)
-            previous = self.input_ids[: self.n_tokens]
-            n = min(len(previous), len(tokens))
-            same = previous[:n] == np.asarray(tokens[:n], dtype=previous.dtype)
-            common = n if same.all() else int(np.argmin(same))
-            keep, self.clean = cache_to_keep(common, self.clean, self.previous_prompt, len(tokens),
+            keep, self.clean = cache_to_keep(self._common(tokens), self.clean, self.previous_prompt, len(tokens),
                                              self.context_params.n_ubatch)
             self.previous_prompt = len(tokens)
+            reused, prefix = keep, self.shared_prefix
+            if self.kept and keep < len(prefix) < len(tokens) and tuple(tokens[: len(prefix)]) == prefix:
+                reused, keep = self.take_prefix(prefix, keep), len(prefix)
+                self.clean = max(self.clean, keep)
             # llama-cpp-python keeps the longest prefix it finds in the first n_tokens: this many.
             self.n_tokens = keep
-            self.meter.reused += keep
+            self.meter.reused += reused
             inner = super().generate(tokens, *args, **kwargs)
             sent = None
             while True:
@@ -276,6 +422,35 @@ def _metered_llama_class() -> type:
                 if self.meter.first_token_at is None:
                     self.meter.first_token_at = time.monotonic()
                 sent = yield token
+
+        def _common(self, tokens: list[int]) -> int:
+            """How many of these tokens the KV cache holds, from the first."""
+            previous = self.input_ids[: self.n_tokens]
+            n = min(len(previous), len(tokens))
+            same = previous[:n] == np.asarray(tokens[:n], dtype=previous.dtype)
+            return n if same.all() else int(np.argmin(same))
+
+        def holds(self, prefix: tuple[int, ...]) -> bool:
+            """Whether the cache holds the prefix as a cold evaluation would leave it."""
+            return min(self._common(list(prefix)), self.clean) >= len(prefix)
+
+        def take_prefix(self, prefix: tuple[int, ...], keep: int) -> int:
+            """Make the KV cache hold exactly `prefix`, of which it holds the first `keep` tokens (whole
+            micro-batches): loaded from the store, else its rest evaluated now, from a micro-batch boundary as
+            a cold evaluation cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
+            assert self.kept is not None
+            key = PrefixKey(self.kept.setup, prefix)
+            state = self.kept.store.load(key)
+            if state is not None:
+                if restore_sequence(self, prefix, state):
+                    self.meter.restored += len(prefix)
+                    return len(prefix)
+                keep = 0  # llama.cpp refused it and the cache is empty now
+            self.n_tokens = keep
+            self.eval(list(prefix[keep:]))
+            self.kept.store.save(key, sequence_state(self))
+            self.meter.written += len(prefix)
+            return keep
 
     return MeteredLlama
 
@@ -321,10 +496,14 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
             "n_threads": llama.context_params.n_threads,
             "n_threads_batch": llama.context_params.n_threads_batch,
             "fallbacks": errors,
-            "kv_reuse": f"aligned to {llama.context_params.n_ubatch}-token micro-batches across conversations",
+            "kv_reuse": _aligned_reuse(llama),
         }
         return llama, runtime
     raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
+
+
+def _aligned_reuse(llama: Any) -> str:
+    return f"aligned to {llama.context_params.n_ubatch}-token micro-batches across conversations"
 
 
 def _template_opens_think(llama: Any) -> bool:
@@ -350,6 +529,8 @@ def _timings(meter: _Meter, perf: Any, started: float, ended: float) -> dict[str
     spends between tokens; llama.cpp's counters time only the model.
     """
     timings: dict[str, float] = {"wall_ms": (ended - started) * 1000}
+    if meter.restored:
+        timings["prefix_restored_tokens"] = meter.restored
     if meter.first_token_at is not None:
         prefill_s, decode_s = meter.first_token_at - started, ended - meter.first_token_at
         timings.update(prefill_ms=prefill_s * 1000, decode_ms=decode_s * 1000, first_token_ms=prefill_s * 1000)

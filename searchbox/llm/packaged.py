@@ -198,19 +198,28 @@ def _known_good(target: Path, model: PackagedGGUF) -> bool:
         return False
     if stat.st_size != model.size:
         return False  # truncated (an interrupted copy) or something else entirely
-    try:
-        record = json.loads(_sidecar(target).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if record == {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}:
+    if recorded_sha256(target) == model.sha256:
         return True
-    if _sha256(target) != model.sha256:
+    if file_sha256(target) != model.sha256:
         return False
     _remember_verified(target, model)
     return True
 
 
-def _sha256(path: Path) -> str:
+def recorded_sha256(target: Path) -> str | None:
+    """The sha256 its sidecar records for a file verified before, while the file's size and mtime are unchanged."""
+    try:
+        stat = target.stat()
+        record = json.loads(_sidecar(target).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or (record.get("size"), record.get("mtime_ns")) != (stat.st_size, stat.st_mtime_ns):
+        return None
+    sha256 = record.get("sha256")
+    return sha256 if isinstance(sha256, str) else None
+
+
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as source:
         while block := source.read(_BLOCK):

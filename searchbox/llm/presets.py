@@ -1,16 +1,19 @@
-"""A small catalog of real GGUFs, the limits that suit each, and a pick of the largest one this machine holds.
+"""A small catalog of real GGUFs, the limits that suit each, and LLM_GGUF=auto's pick for this machine.
 
 Memory figures are estimates for the preset's context window with a q8_0 KV cache: the file, the cache
 and about a gigabyte of compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
+On a CPU, auto also weighs how long a typical run would take here (speed.py).
 A run's context window, output cap, steps per turn and assists come from the preset of the model that
 runs, unless the user set them (`fit_limits`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
+from searchbox.llm.speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
 from searchbox.settings import ASSIST_NAMES, Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
@@ -47,10 +50,18 @@ class Preset:
     tool_output_bytes: int = 50 * 1024
     tool_descriptions: str = "full"
     harness_assists: str = ""  # a capable model gets the minimal loop
+    active_mb: int = 0  # the weights one token reads, where fewer than the file's (a mixture of experts)
+    answers: bool = True  # an instruct model; a base model is for plumbing only, never auto's pick for speed
+    typical_output_tokens: int = TYPICAL_OUTPUT_TOKENS  # what a typical run writes (speed.py)
 
     @property
     def packaged(self) -> bool:
         return self.gguf in PACKAGED
+
+    @property
+    def read_mb(self) -> int:
+        """The weights one token reads: what its speed on a CPU scales with."""
+        return self.active_mb or self.file_mb
 
 
 # Largest first.
@@ -66,6 +77,7 @@ PRESETS: tuple[Preset, ...] = (
         max_output_tokens=8192,
         max_steps_per_turn=40,
         note="production default: MoE with 3B active parameters (only 10 of 40 layers keep a KV cache); XML tool calls",
+        active_mb=2_000,  # 3B of its 35B parameters
     ),
     Preset(
         "qwen3-4b-instruct-2507",
@@ -90,6 +102,7 @@ PRESETS: tuple[Preset, ...] = (
         max_output_tokens=4096,  # it thinks before it answers
         max_steps_per_turn=16,
         note="CPU; thinks in <think> before it answers; JSON tool calls in <tool_call>",
+        typical_output_tokens=5 * TYPICAL_OUTPUT_TOKENS,  # its thinking: assumed, not measured here
     ),
     # The packaged models need no network: the embedded default and its fallbacks (connect.py).
     # Qwen2.5 is trained for 32k tokens; 16k keeps prefill and memory sane on a CPU.
@@ -140,6 +153,7 @@ PRESETS: tuple[Preset, ...] = (
         tool_output_bytes=3072,
         tool_descriptions="brief",
         harness_assists=SMALL_MODEL_ASSISTS,
+        answers=False,
     ),
 )
 
@@ -149,9 +163,40 @@ def fits(preset: Preset, gpu_free_mb: int, ram_mb: int) -> bool:
     return (gpu_free_mb > 0 and gpu_free_mb >= preset.min_vram_mb) or ram_mb >= preset.min_ram_mb
 
 
-def pick_preset(gpu_free_mb: int, ram_mb: int) -> Preset:
-    """The largest preset that fits this machine, else the smallest."""
-    return next((p for p in PRESETS if fits(p, gpu_free_mb, ram_mb)), PRESETS[-1])
+@dataclass(frozen=True)
+class AutoPick:
+    preset: Preset
+    why: str
+    speed_unknown: bool = False  # the rule asked for this CPU's speed and had none
+
+    def record(self) -> dict[str, str]:
+        return {"picked": self.preset.name, "gguf": self.preset.gguf, "why": self.why}
+
+
+def auto_pick(gpu_free_mb: int, ram_mb: int, cpu: Callable[[], CpuSpeed | None], target_s: int) -> AutoPick:
+    """LLM_GGUF=auto's pick. `gpu_free_mb` is the free VRAM llama.cpp can offload to (0 for a build without
+    GPU offload): the largest preset it holds whole. Else, on the CPU, the largest that fits the RAM and whose
+    typical run this CPU (measured only when it comes to this) finishes within `target_s`; none: the fastest
+    instruct model; speed unknown: the largest that fits the RAM. Nothing fits: the smallest."""
+    on_gpu = next((p for p in PRESETS if 0 < p.min_vram_mb <= gpu_free_mb), None)
+    if on_gpu is not None:
+        return AutoPick(on_gpu, f"{gpu_free_mb:,} MB of free VRAM llama.cpp can offload to holds it whole "
+                                f"({on_gpu.min_vram_mb:,} MB)")
+    fitting = [p for p in PRESETS if ram_mb >= p.min_ram_mb]
+    if not fitting:
+        return AutoPick(PRESETS[-1], f"nothing fits {ram_mb:,} MB of RAM: the smallest")
+    speed = cpu()
+    if speed is None:
+        return AutoPick(fitting[0], f"the largest that fits {ram_mb:,} MB of RAM (this CPU's speed is unknown)", True)
+    answering = [p for p in fitting if p.answers] or fitting
+    seconds = {p.name: speed.typical_run_seconds(p.read_mb, p.typical_output_tokens) for p in answering}
+    picked = next((p for p in answering if seconds[p.name] <= target_s), answering[-1])
+    measured = (f"this CPU: {speed.speed.prefill_tps:.0f} prompt and {speed.speed.decode_tps:.0f} output tokens/s "
+                f"with {speed.reference_mb:,} MB of weights, load {speed.load_average:g}")
+    larger = [f"{p.name} ~{seconds[p.name]:.0f} s" for p in answering[: answering.index(picked)]]
+    within = "within" if seconds[picked.name] <= target_s else "the fastest; none within"
+    return AutoPick(picked, f"a typical run ~{seconds[picked.name]:.0f} s, {within} the {target_s} s target "
+                            f"({measured}; larger: {', '.join(larger) or 'none that fits'})")
 
 
 def find_preset(name_or_gguf: str) -> Preset | None:

@@ -1,0 +1,119 @@
+"""How fast llama.cpp runs on this machine's CPU, and how long a typical run of a preset would take here:
+what LLM_GGUF=auto weighs where llama.cpp has no GPU to offload to.
+
+Measured once per machine and build with the smallest packaged instruct model (raw llama.cpp: a prompt
+evaluated cold, then tokens one at a time; no template, no sampler) and kept in the cache folder with the
+load average it ran under. A preset's speed is scaled from it by the weights one token reads (a
+mixture-of-experts model reads only its active experts'): a rough rule, but one that orders the presets
+and puts their runs in the right range of minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# A typical first answer with the packaged models' preset on the built-in dataroom: the prompt tokens no
+# cache held, and the output tokens, over its steps (bench/first_answer.py with the packaged 1.5B, seed 1:
+# 3,094 and 155 in one fresh run, 1,882 and 549 in three others).
+TYPICAL_NEW_PROMPT_TOKENS = 2_500
+TYPICAL_OUTPUT_TOKENS = 350
+_FILLER = "The auditor's report on the financial statements of the group for the year ended 30 June. "
+
+
+@dataclass(frozen=True)
+class Speed:
+    prefill_tps: float
+    decode_tps: float
+
+
+@dataclass(frozen=True)
+class CpuSpeed:
+    """This machine's measured speed with a reference model of `reference_mb` of weights."""
+
+    speed: Speed
+    reference_mb: int
+    load_average: float  # the 1-minute load average when it was measured
+
+    def typical_run_seconds(self, read_mb: int, output_tokens: int = TYPICAL_OUTPUT_TOKENS) -> float:
+        """A typical run's prefill and decode time for a model whose tokens read `read_mb` of weights."""
+        scale = read_mb / self.reference_mb
+        return scale * (TYPICAL_NEW_PROMPT_TOKENS / self.speed.prefill_tps + output_tokens / self.speed.decode_tps)
+
+
+def llama_speed(llama: Any, prompt_tokens: int = 512, decoded: int = 32) -> Speed:
+    """llama.cpp's own prefill and decode tokens/s in a loaded context: `prompt_tokens` evaluated cold in one
+    call, then `decoded` tokens one at a time. Leaves the context empty."""
+    import time
+
+    tokens = llama.tokenize((_FILLER * (prompt_tokens // 8 + 1)).encode())[:prompt_tokens]
+    llama.reset()
+    started = time.perf_counter()
+    llama.eval(tokens)
+    prefill = len(tokens) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for token in tokens[:decoded]:
+        llama.eval([token])
+    decode = decoded / (time.perf_counter() - started)
+    llama.reset()
+    return Speed(prefill, decode)
+
+
+def cpu_speed(cache_dir: str | Path, models_dir: str | Path, *, measure: bool = True) -> CpuSpeed | None:
+    """This machine's CPU speed: kept from an earlier measurement of the same CPU and build, else measured
+    now (seconds) with the packaged Qwen2.5-Coder-0.5B; None when that model cannot be had, or when none
+    was kept and `measure` is off."""
+    from searchbox.llm.errors import LLMError
+    from searchbox.llm.gguf import resolve_gguf
+    from searchbox.llm.llamacpp_runtime import LlamaCppModel
+    from searchbox.llm.packaged import PACKAGED, PACKAGED_QWEN_05B
+
+    path = Path(cache_dir) / "cpu_speed.json"
+    machine = _machine()
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept.get("machine") == machine:
+            return CpuSpeed(Speed(**kept["speed"]), kept["reference_mb"], kept["load_average"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if not measure:
+        return None
+    try:
+        model = LlamaCppModel(resolve_gguf(PACKAGED_QWEN_05B, models_dir=models_dir), 2048)
+    except LLMError as exc:
+        log.warning("cannot measure this CPU's speed: %s", exc)
+        return None
+    try:
+        load = os.getloadavg()[0]
+        measured = CpuSpeed(model.measure_speed(), PACKAGED[PACKAGED_QWEN_05B].size // 2**20, round(load, 2))
+    finally:
+        model.close()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"machine": machine, **asdict(measured)}), encoding="utf-8")
+    except OSError as exc:
+        log.warning("could not keep this CPU's speed in %s: %s", path, exc)
+    return measured
+
+
+def _machine() -> dict[str, Any]:
+    """What a CPU speed holds for: the processor, how many CPUs this process may use, the llama.cpp build."""
+    import llama_cpp
+
+    model_name = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model_name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model_name, "cpus": len(os.sched_getaffinity(0)), "llama_cpp": llama_cpp.__version__,
+            "build": llama_cpp.llama_print_system_info().decode(errors="replace")}

@@ -1,0 +1,120 @@
+"""The prompt prefix a configuration shares, kept across processes (issue 33), for real: the packaged
+Qwen2.5-Coder-0.5B, the README's question as a run's first step sends it (system prompt and the default
+tools, described briefly as the packaged models' preset does), each step in a fresh process.
+
+A fresh process with the prefix kept loads it instead of evaluating it, and gets the very logits a cold
+process gets; one that finds a corrupt or foreign file evaluates the prefix again and keeps it anew.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+N_CTX = 4096
+
+# One first step in a fresh process: argv = prefix store folder ("" for none), where to save the logits.
+_FIRST_STEP = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from searchbox.agent.run import run_prompt_head
+from searchbox.llm.gguf import resolve_gguf
+from searchbox.llm.llamacpp_runtime import LlamaCppModel
+from searchbox.llm.packaged import PACKAGED_QWEN_05B
+from searchbox.llm.prefix_store import PrefixStore
+from searchbox.settings import Settings
+
+store, logits_path, n_ctx = sys.argv[1], sys.argv[2], int(sys.argv[3])
+system, tools = run_prompt_head(Settings.resolve(env={}, tool_descriptions="brief", prompt_date="2026-12-02"))
+model = LlamaCppModel(resolve_gguf(PACKAGED_QWEN_05B), n_ctx, prefix_store=PrefixStore(Path(store), 2**30) if store else None)
+messages = [system, {"role": "user", "content": "Who audited the FY2025 financial statements?"}]
+response = model.complete(messages, tools, max_tokens=1, temperature=0)
+llama = model._llama
+np.save(logits_path, np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)))
+print(json.dumps({**response.usage.as_dict(), "restored": response.timings.get("prefix_restored_tokens", 0),
+                  "text": response.text, "n_ubatch": llama.context_params.n_ubatch}))
+"""
+
+
+def first_step(store: Path | None, logits: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", _FIRST_STEP, str(store or ""), str(logits), str(N_CTX)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "logits": np.load(logits)}
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A cold process (no store), then the first process with an empty store, which keeps the prefix."""
+    folder = tmp_path_factory.mktemp("kept-prefix")
+    store = folder / "store"
+    return {"cold": first_step(None, folder / "cold.npy"), "first": first_step(store, folder / "first.npy"),
+            "store": store, "folder": folder}
+
+
+def _only_file(store: Path) -> Path:
+    [path] = store.glob("*.kv")
+    return path
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_a_second_fresh_process_loads_the_kept_prefix_and_gets_a_cold_processs_logits(kept: dict[str, Any]) -> None:
+    cold, first = kept["cold"], kept["first"]
+    ubatch = first["n_ubatch"]
+    # The default tools' prefix is long enough for two whole micro-batches of 512 tokens.
+    assert first["cacheRead"] == 0 and first["cacheWrite"] >= 1000 and first["cacheWrite"] % ubatch == 0
+    assert cold["cacheWrite"] == 0 and cold["input"] == first["input"]
+    second = first_step(kept["store"], kept["folder"] / "second.npy")
+    assert second["cacheRead"] == second["restored"] == first["cacheWrite"] and second["cacheWrite"] == 0
+    for warm in (first, second):  # the prefix evaluated on its own, then loaded: the logits of a cold evaluation
+        assert np.array_equal(warm["logits"], cold["logits"])
+        assert warm["text"] == cold["text"]
+
+
+def step_with_altered_file(kept: dict[str, Any], folder: Path, alter: Callable[[bytes], bytes]) -> Path:
+    """A fresh process's first step with the kept file altered: evaluated again, as a cold process evaluates it,
+    and kept anew. Returns the store."""
+    store = folder / "store"
+    shutil.copytree(kept["store"], store)
+    path = _only_file(store)
+    path.write_bytes(alter(path.read_bytes()))
+    again = first_step(store, folder / "again.npy")
+    assert again["cacheRead"] == 0 and again["cacheWrite"] == kept["first"]["cacheWrite"]
+    assert np.array_equal(again["logits"], kept["cold"]["logits"])
+    assert _only_file(store).read_bytes() == _only_file(kept["store"]).read_bytes()  # kept anew, whole
+    return store
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_a_corrupt_kept_prefix_is_evaluated_again_and_kept_anew(kept: dict[str, Any], tmp_path: Path) -> None:
+    def flip_a_bit(data: bytes) -> bytes:
+        altered = bytearray(data)
+        altered[len(altered) // 2] ^= 0x01  # one bit of the KV state
+        return bytes(altered)
+
+    step_with_altered_file(kept, tmp_path, flip_a_bit)
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_a_kept_prefix_of_another_setup_is_never_loaded(kept: dict[str, Any], tmp_path: Path) -> None:
+    """A file whose bytes match its own checksum, but whose header says it was kept for another context."""
+    setup = f'"n_ctx": {N_CTX},'.encode()
+
+    def for_another_context(data: bytes) -> bytes:
+        assert data.count(setup) == 1
+        return data.replace(setup, f'"n_ctx": {N_CTX * 2},'.encode())
+
+    step_with_altered_file(kept, tmp_path, for_another_context)
