@@ -116,6 +116,10 @@ class Pool:
     def free(self, server: Server) -> int:
         return server.slots - self.in_use(server)
 
+    def number(self, server: Server) -> int:
+        """The server's place in the pool as it was given, from 1 (a name for it that shows no URL)."""
+        return self._order.index(server) + 1
+
     def drop(self, server: Server) -> None:
         if server in self.servers:
             self.servers.remove(server)
