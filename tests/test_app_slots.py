@@ -1,8 +1,8 @@
-"""The real app over a pool of two real model servers (SEARCHBOX_ENDPOINTS): two `python -m
-llama_cpp.server` processes on 127.0.0.1 serving the packaged 0.5B model, one slot each, and two
-visitors whose runs are submitted at once. Each run gets a server of its own, the two run at the same
-time, and each job.json says which server and slot ran it. Faults (a server killed mid-run) are in
-tests/test_scheduler.py, against scripted servers."""
+"""The app over a pool of model servers (SEARCHBOX_ENDPOINTS). The real app over two real servers: two
+`python -m llama_cpp.server` processes on 127.0.0.1 serving the packaged 0.5B model, one slot each, and
+two visitors whose runs are submitted at once; each run gets a server of its own, the two run at the
+same time, and each job.json says which server and slot ran it. And what the page says of where a run
+stands. Faults (a server killed mid-run) are in tests/test_scheduler.py, against scripted servers."""
 
 from __future__ import annotations
 
@@ -16,11 +16,58 @@ from gradio_client import Client
 from testkit.app_server import running_app
 from testkit.llama_server import ALIAS, llama_server, missing_server_modules
 from testkit.load_harness import search_args
+from searchbox.agent.control import RunControl
+from searchbox.records.events import Listener
 from searchbox.records.files import read_json
+from searchbox.settings import Settings
 
-pytestmark = [pytest.mark.real_model, pytest.mark.slow]
+
+def test_the_page_says_a_waiting_runs_place_in_line_and_a_running_ones_server(tmp_path: Path) -> None:
+    from conftest import SMALL_DATAROOM, write_tree
+    from searchbox.ui.jobs_view import COLUMNS, JobsView
+    from searchbox.ui.run_view import RunView
+    from searchbox.ui.services import Services
+
+    source = write_tree(tmp_path / "room", SMALL_DATAROOM)
+    release, started = threading.Event(), threading.Event()
+
+    def run_fn(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
+        started.set()
+        assert settings.llama_url == "http://127.0.0.1:9/v1"  # the pool's server, not LLAMA_URL
+        release.wait(30)
+        return "first_turn_done"
+
+    for operator in (False, True):
+        started.clear()
+        release.clear()
+        settings = Settings.resolve(env={}, searchbox_jobs_dir=str(tmp_path / f"jobs-{operator}"),
+                                    llama_url="http://127.0.0.1:8/v1", searchbox_endpoints="http://127.0.0.1:9/v1=1",
+                                    searchbox_operator=operator, searchbox_fair_share_seconds=3600)
+        services = Services.start(settings, run_fn=run_fn)
+        try:
+            first = services.store.create("Q1?", source, {}, "alice", settings)
+            second = services.store.create("Q2?", source, {}, "bob", settings)
+            services.scheduler.submit(first.id)
+            assert started.wait(30)
+            services.scheduler.submit(second.id)
+            view = RunView(services)
+            server = "http://127.0.0.1:9/v1" if operator else "server 1"
+            assert view._status(first.id).endswith(f"**running** · job `{first.id[:8]}` · on {server} · slot 1 · "
+                                                   "1 of 1 slot busy")
+            assert view._status(second.id).endswith("**queued** · job `" + second.id[:8] + "` · 1st of 1 in line · "
+                                                    "1 of 1 slot busy")
+            rows, _, ids = JobsView(services).table("alice")
+            assert rows[ids.index(first.id)][COLUMNS.index("server")] == f"{server} · slot 1"
+            release.set()
+            assert services.scheduler.wait_idle(30)
+            assert view._status(second.id).endswith("**done** (first_turn_done) · job `" + second.id[:8] + "`")
+        finally:
+            release.set()
+            services.scheduler.stop(30)
 
 
+@pytest.mark.real_model
+@pytest.mark.slow
 def test_two_visitors_runs_overlap_one_on_each_server_of_the_pool(tmp_path: Path) -> None:
     missing = missing_server_modules()
     if missing:
