@@ -230,7 +230,8 @@ class RunView:
                     continue
                 break
             if not events and now - last_standing >= _STANDING_EVERY_S:  # waiting: its place in line moves
-                last_standing, standing = now, self._status(job_id)
+                # In a thread: it reads job.json and waits on the scheduler's lock, which the event loop must not.
+                last_standing, standing = now, await asyncio.to_thread(self._status, job_id)
                 if standing != shown_standing:
                     shown_standing = standing
                     yield {self.status: standing}
