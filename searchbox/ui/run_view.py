@@ -234,7 +234,7 @@ class RunView:
                 last_standing, standing = now, await asyncio.to_thread(self._status, job_id)
                 if standing != shown_standing:
                     shown_standing = standing
-                    yield {self.status: standing}
+                    yield self._update(job_id, standing, feed, {}, Problems())  # every update holds the feed
             if events and now - last_yield >= _YIELD_EVERY_S:
                 problems = Problems()
                 values: dict[Any, Any] = {}
