@@ -11,6 +11,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
+from searchbox.llm.pool import PoolError  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.tools.sandbox import for_settings  # noqa: E402
 from searchbox.ui.app import LAUNCH_OPTIONS, build_app  # noqa: E402
@@ -36,7 +37,10 @@ def main() -> None:
     # so a client behind a local tunnel could pick its own; client_address decides, from the real peer.
     os.environ["FORWARDED_ALLOW_IPS"] = "0.0.0.0/32"  # a peer that never connects: uvicorn trusts no one
     os.environ["SEARCHBOX_TRUSTED_PROXIES"] = settings.searchbox_trusted_proxies
-    app = build_app(settings).queue(default_concurrency_limit=8)
+    try:
+        app = build_app(settings).queue(default_concurrency_limit=8)
+    except PoolError as exc:  # a SEARCHBOX_ENDPOINTS that names no usable pool: say so, not a traceback
+        sys.exit(f"searchbox: {exc}")
     # The model and the prompt prefix every run starts with, ready before the first visitor asks.
     threading.Thread(target=_keep_prompt_prefix, args=(settings,), name="keep-prompt-prefix", daemon=True).start()
     # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.

@@ -273,10 +273,10 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     from searchbox.evaluation.files import SUMMARY
     from searchbox.evaluation.matrix import DEFAULT_MATRIX_PATH, load_matrix
     from searchbox.evaluation.sweep import SweepStatus, run_sweep
-    from searchbox.evaluation.sweep_pool import parse_endpoints
     from searchbox.evaluation.sweep_rows import adhoc_question, select_questions
     from searchbox.evaluation.sweep_summary import format_summary
     from searchbox.evaluation.questions import load_questions
+    from searchbox.llm.pool import parse_endpoints
     from searchbox.records.files import read_json
 
     if args.repeats < 1:

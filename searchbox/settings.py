@@ -253,8 +253,15 @@ class Settings:
         50, "runs all visitors of the app together may have queued, running or preempted at once (0 = no limit)"
     )
     searchbox_fair_share_seconds: int = knob(
-        120, "a visitor's run keeps the model slot this long each time it gets it before another visitor's new run "
-        "preempts it (a backfill, the visitor's own new run, or SEARCHBOX_OPERATOR=1: at once; 0 = always at once)"
+        120, "a visitor's run keeps its model slot this long each time it gets it before another visitor's new run "
+        "preempts it when every slot is busy (a backfill, the visitor's own new run, or SEARCHBOX_OPERATOR=1: at once; 0 = always at once)"
+    )
+    searchbox_endpoints: str = knob(
+        "", "the app's pool of model servers, as ablate --endpoints takes it: url=slots,... (llama-server "
+        "--parallel N serves N runs at once) or @FILE with one url=slots a line; the app runs as many visitors' runs "
+        "at once as the pool has slots, takes a server that stops answering out until GET /v1/models answers "
+        "again, and offers visitors no other model; empty: one slot, LLAMA_URL or the built-in runtime "
+        "(recorded only as set: its URLs are the operator's)", secret=True
     )
     searchbox_visitor_endpoints: bool = knob(
         False, "visitors of the app may point a run at an LLM endpoint URL of their own (keep off on a public demo)"

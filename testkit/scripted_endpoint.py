@@ -103,8 +103,10 @@ class RecordedRequest:
 
 
 class ScriptedEndpoint:
-    def __init__(self, script: Iterable[ScriptItem] = (), *, default: ScriptItem | None = None, model_id: str = "scripted") -> None:
+    def __init__(self, script: Iterable[ScriptItem] = (), *, default: ScriptItem | None = None, model_id: str = "scripted",
+                 port: int = 0) -> None:
         self._script: deque[ScriptItem] = deque(script)
+        self.port = port  # 0: any free one; a given one lets a stopped endpoint come back at the same URL
         self.default = default
         self.model_id = model_id
         self.requests: list[RecordedRequest] = []
@@ -122,7 +124,8 @@ class ScriptedEndpoint:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> str:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._stopping.clear()
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
         self._server.daemon_threads = True
         # A short poll interval makes stop() quick.
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="scripted-endpoint", daemon=True)

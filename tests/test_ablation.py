@@ -27,8 +27,7 @@ from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.cli import main as cli_main
 from searchbox.evaluation.sweep import SweepStatus, run_sweep
-from searchbox.evaluation.sweep_cell import endpoint_answers
-from searchbox.evaluation.sweep_pool import PoolError, Server, parse_endpoints
+from searchbox.llm.pool import PoolError, Server, endpoint_answers, parse_endpoints
 from searchbox.evaluation.sweep_rows import first_seed, select_questions
 from searchbox.evaluation.sweep_summary import summarize
 from searchbox.evaluation.report import load_results, summary_table

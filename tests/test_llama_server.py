@@ -12,71 +12,35 @@ are the client's estimate. The scripted endpoint stays for faults a real server 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from testkit.app_server import free_port, stop_process
+from testkit.llama_server import ALIAS, llama_server as serving, missing_server_modules
 from searchbox.records.events import Event
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.jobs.job import create_job
 from searchbox.llm.connect import connect
-from searchbox.llm.gguf import resolve_gguf
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
-MODEL = "packaged:qwen2.5-coder-0.5b"
-ALIAS = "qwen2.5-coder-0.5b"
-# What llama-cpp-python's `server` extra adds (requirements-dev.txt installs it).
-SERVER_MODULES = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 QUESTION = "Read dataroom/03_legal/duluth_lease_abstract.txt and tell me when the lease of the Duluth headquarters expires."
-
-
-def _wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"llama_cpp.server did not answer within {timeout_s:.0f}s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The server's base URL (as LLAMA_URL takes it), serving the packaged 0.5B model."""
-    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    missing = missing_server_modules()
     if missing:
         pytest.skip(f"llama-cpp-python's server extra is not installed (no {', '.join(missing)}): "
                     "pip install -r requirements-dev.txt")
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_gguf(MODEL)), "--model_alias", ALIAS,
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-               "--seed", "7",  # the same sampling every run: the server seeds each request from this
-               "--verbose", "False"]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        _wait_until_serving(url, process, log)
+    with serving(tmp_path_factory.mktemp("llama-server")) as url:
         yield url
-    finally:
-        stop_process(process)
 
 
 def test_a_full_run_through_llama_url_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:

@@ -22,13 +22,15 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
+from testkit.app_server import free_port
 from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Delta, Event, Listener
 from searchbox.agent.run import run_job
-from searchbox.jobs.scheduler import RunFn, Scheduler
+from searchbox.jobs.scheduler import RunFn, Scheduler, pool_servers
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.pool import PoolError, Server
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.records.job_folder import JobFolder
@@ -149,8 +151,9 @@ class Env:
         self.ids[name] = record.id
         return record.id
 
-    def scheduler(self, run_fn: RunFn | None = None) -> Scheduler:
-        scheduler = Scheduler(self.store, run_fn or self.runner, self.settings)
+    def scheduler(self, run_fn: RunFn | None = None, servers: list[Server] | None = None, **knobs: Any) -> Scheduler:
+        settings = self.settings.with_overrides(**knobs) if knobs else self.settings
+        scheduler = Scheduler(self.store, run_fn or self.runner, settings, servers, probe_every_s=0.1)
         self.schedulers.append(scheduler)
         return scheduler
 
@@ -581,7 +584,7 @@ def test_the_worker_survives_failing_bookkeeping_writes(env: Env, monkeypatch: p
     assert w.state == "failed" and "could not record" in (w.error or "")
     assert env.meta("W")["stop_reason"] == "first_turn_done"  # the run's own records are whole
     env.assert_done_in_one_session("Y")
-    assert scheduler._thread is not None and scheduler._thread.is_alive()
+    assert any(thread.name == "searchbox-scheduler" and thread.is_alive() for thread in scheduler._threads)
     assert scheduler.submit(env.make("V")) and scheduler.wait_idle(WAIT_S)  # still serving
     env.assert_done_in_one_session("V")
 
@@ -592,17 +595,11 @@ def test_the_worker_survives_failing_bookkeeping_writes(env: Env, monkeypatch: p
     assert injected[0] >= 4 and survived == 3 and not lost
 
 
-def fair_scheduler(env: Env, **knobs: Any) -> Scheduler:
-    scheduler = Scheduler(env.store, env.runner, env.settings.with_overrides(**knobs))
-    env.schedulers.append(scheduler)
-    return scheduler
-
-
 def test_another_visitors_run_preempts_only_once_the_running_one_had_its_fair_share(env: Env) -> None:
     """Every new run preempted the running one at once: a stranger's stream of submits kept every other
     visitor's run paused."""
     held_a = env.script.gate("A", 2)
-    scheduler = fair_scheduler(env, searchbox_fair_share_seconds=2)
+    scheduler = env.scheduler(searchbox_fair_share_seconds=2)
     scheduler.start()
     started = time.monotonic()
     scheduler.submit(env.make("A", owner="alice"))
@@ -620,7 +617,7 @@ def test_another_visitors_run_preempts_only_once_the_running_one_had_its_fair_sh
 
 def test_in_an_operators_app_a_new_run_preempts_at_once(env: Env) -> None:
     held_a = env.script.gate("A", 2)
-    scheduler = fair_scheduler(env, searchbox_fair_share_seconds=3600, searchbox_operator=True)
+    scheduler = env.scheduler(searchbox_fair_share_seconds=3600, searchbox_operator=True)
     scheduler.start()
     scheduler.submit(env.make("A", owner="alice"))
     assert env.script.arrived("A", 2).wait(WAIT_S)
@@ -629,3 +626,179 @@ def test_in_an_operators_app_a_new_run_preempts_at_once(env: Env) -> None:
     held_a.set()
     assert scheduler.wait_idle(WAIT_S)
     assert env.runner.starts == ["A", "B", "A"]
+
+
+# -- a pool of model servers: several slots at once ------------------------------------------------------
+
+
+def ran_on(env: Env, name: str) -> list[tuple[str | None, int]]:
+    """(server URL, slot) of each time the job ran."""
+    return [(p["server"], p["slot"]) for p in env.record(name).placements]
+
+
+def test_runs_go_first_in_first_out_onto_every_free_slot_of_the_pool(env: Env) -> None:
+    with ScriptedEndpoint(default=env.script) as big, ScriptedEndpoint(default=env.script) as small:
+        held = {name: env.script.gate(name, 2) for name in "ABCD"}
+        scheduler = env.scheduler(servers=[Server(big.url, 2), Server(small.url, 1)], searchbox_fair_share_seconds=3600)
+        scheduler.start()
+        for name, owner in (("A", "alice"), ("B", "bob"), ("C", "carol")):
+            assert scheduler.submit(env.make(name, owner))
+        for name in "ABC":
+            assert env.script.arrived(name, 2).wait(WAIT_S)  # three runs at once
+        # The server with the most free slots first, ties in pool order; no server past its slots.
+        assert [ran_on(env, name) for name in "ABC"] == [[(big.url, 1)], [(big.url, 2)], [(small.url, 1)]]
+        assert scheduler.submit(env.make("D", "dave"))
+        standing = scheduler.standing(env.ids["D"])
+        assert (standing.state, standing.place, standing.waiting, standing.busy, standing.slots) == ("queued", 1, 1, 3, 3)
+        assert all(env.runner.requested(name) is None for name in "ABC")  # others' runs keep their slots for their share
+        held["B"].set()
+        assert env.script.arrived("D", 2).wait(WAIT_S)
+        assert ran_on(env, "D") == [(big.url, 2)]  # the slot B left
+        assert scheduler.standing(env.ids["D"]).place is None
+        env.script.open_all()
+        assert scheduler.wait_idle(WAIT_S)
+    assert env.runner.starts[3:] == ["D"] and sorted(env.runner.starts) == ["A", "B", "C", "D"]  # each ran once
+    for name in "ABCD":
+        env.assert_done_in_one_session(name)
+
+
+def test_one_visitor_cannot_keep_every_slot_while_another_waits(env: Env) -> None:
+    with ScriptedEndpoint(default=env.script) as endpoint:
+        held = {name: env.script.gate(name, 2) for name in ("G1", "G2", "G3", "F")}
+        scheduler = env.scheduler(servers=[Server(endpoint.url, 2)], searchbox_fair_share_seconds=2)
+        scheduler.start()
+        submitted: dict[str, float] = {}
+        for name in ("G1", "G2"):
+            submitted[name] = time.monotonic()
+            scheduler.submit(env.make(name, "greedy"))
+            assert env.script.arrived(name, 2).wait(WAIT_S)
+        # Every slot busy: the visitor's own newest run takes the slot of their run that ran longest, at once.
+        scheduler.submit(env.make("G3", "greedy"))
+        assert env.runner.requested("G1") == "paused" and env.runner.requested("G2") is None
+        held["G1"].set()
+        assert env.script.arrived("G3", 2).wait(WAIT_S)
+
+        scheduler.submit(env.make("F", "fair"))
+        assert scheduler.standing(env.ids["F"]).place == 1
+        wait_until(lambda: env.runner.requested("G2") == "paused", "the greedy visitor's longest run gives F its slot")
+        assert time.monotonic() - submitted["G2"] >= 2  # not before it had its share
+        assert env.runner.requested("G3") is None
+        held["G2"].set()
+        assert env.script.arrived("F", 2).wait(WAIT_S)
+        assert sorted(r.owner for r in scheduler.store.list() if r.state == "running") == ["fair", "greedy"]
+        env.script.open_all()
+        assert scheduler.wait_idle(WAIT_S)
+    assert sorted(env.runner.starts[:2]) == ["G1", "G2"] and env.runner.starts[2:4] == ["G3", "F"]
+    g1, g2 = env.record("G1"), env.record("G2")
+    assert g2.placements[1]["started_at"] < g1.placements[1]["started_at"]  # the preempted resume as a stack
+    for name in ("G1", "G2", "G3", "F"):
+        env.assert_done_in_one_session(name)
+
+
+def test_a_free_slot_goes_first_to_the_visitor_holding_the_fewest(env: Env) -> None:
+    for name in ("G1", "G2", "G3"):
+        env.make(name, "greedy")
+    env.make("F", "fair")  # queued last: first in first out alone would run it last
+    with ScriptedEndpoint(default=env.script) as endpoint:
+        held = {name: env.script.gate(name, 2) for name in ("G1", "G2", "G3", "F")}
+        scheduler = env.scheduler(servers=[Server(endpoint.url, 2)])
+        scheduler.start()
+        for name in ("G1", "F"):
+            assert env.script.arrived(name, 2).wait(WAIT_S)
+        assert [scheduler.standing(env.ids[name]).place for name in ("G2", "G3")] == [1, 2]
+        held["F"].set()  # F's slot frees; greedy's next run takes it
+        assert env.script.arrived("G2", 2).wait(WAIT_S)
+        env.script.open_all()
+        assert scheduler.wait_idle(WAIT_S)
+    assert sorted(env.runner.starts[:2]) == ["F", "G1"] and sorted(env.runner.starts[2:]) == ["G2", "G3"]
+    for name in ("G1", "G2", "G3", "F"):
+        env.assert_done_in_one_session(name)
+
+
+def test_a_server_killed_mid_run_leaves_the_pool_and_its_run_resumes_on_another_once(env: Env) -> None:
+    killed = threading.Event()
+
+    def dying(body: dict[str, Any]) -> Reply | Fault:
+        reply = env.script(body)
+        return Fault.refuse() if killed.is_set() else reply  # a request in flight when it died gets no answer
+
+    doomed = ScriptedEndpoint(default=dying, port=free_port())
+    doomed_url = doomed.start()
+    try:
+        with ScriptedEndpoint(default=env.script) as other:
+            held = {name: env.script.gate(name, 2) for name in "ABCD"}
+            scheduler = env.scheduler(servers=[Server(doomed_url, 1), Server(other.url, 1)])
+            scheduler.start()
+            scheduler.submit(env.make("A", "alice"))
+            assert env.script.arrived("A", 2).wait(WAIT_S)
+            scheduler.submit(env.make("B", "bob"))
+            assert env.script.arrived("B", 2).wait(WAIT_S)
+            assert ran_on(env, "A") == [(doomed_url, 1)] and ran_on(env, "B") == [(other.url, 1)]
+
+            killed.set()
+            doomed.stop()  # it stops listening with A's step 2 in it
+            held["A"].set()
+            wait_until(lambda: env.record("A").state == "paused", "A's run stops and goes back in line")
+            lost = env.record("A")
+            assert lost.preempted_at is not None and lost.placements[0]["server_down"]
+            assert lost.placements[0]["stop_reason"] == "error_llm"
+            standing = scheduler.standing(lost.id)
+            assert (standing.place, standing.busy, standing.slots, standing.servers_down) == (1, 1, 1, 1)
+            held["B"].set()
+            assert scheduler.wait_idle(WAIT_S)
+            assert ran_on(env, "A") == [(doomed_url, 1), (other.url, 1)]
+            for name in "AB":  # nothing lost, no tool run twice: one continuous session each
+                env.assert_done_in_one_session(name)
+
+            killed.clear()
+            doomed.start()  # it answers GET /v1/models again, at the same address
+            wait_until(lambda: scheduler.standing(lost.id).slots == 2, "the server is back in the pool")
+            for name, owner in (("C", "carol"), ("D", "dave")):
+                scheduler.submit(env.make(name, owner))
+                assert env.script.arrived(name, 2).wait(WAIT_S)
+            assert {ran_on(env, "C")[0][0], ran_on(env, "D")[0][0]} == {doomed_url, other.url}
+            env.script.open_all()
+            assert scheduler.wait_idle(WAIT_S)
+    finally:
+        doomed.stop()
+    assert sorted(env.runner.starts) == ["A", "A", "B", "C", "D"]
+    for name in "CD":
+        env.assert_done_in_one_session(name)
+
+
+def test_stop_interrupts_every_running_run_and_a_restart_resumes_each(env: Env) -> None:
+    with ScriptedEndpoint(default=env.script) as endpoint:
+        servers = [Server(endpoint.url, 2)]
+        for name in "AB":
+            env.script.gate(name, 2)  # both held mid-run until the stop reaches them
+        first = env.scheduler(servers=servers)
+        first.start()
+        for name, owner in (("A", "alice"), ("B", "bob")):
+            first.submit(env.make(name, owner))
+            assert env.script.arrived(name, 2).wait(WAIT_S)
+        stopping = threading.Thread(target=first.stop, kwargs={"timeout": WAIT_S})
+        stopping.start()
+        wait_until(lambda: all(env.runner.requested(name) == "interrupted" for name in "AB"), "the stop reaches both")
+        env.script.open_all()
+        stopping.join(WAIT_S)
+        assert not stopping.is_alive() and not first._threads
+        assert [(env.record(name).state, env.record(name).stop_reason) for name in "AB"] == [("paused", "interrupted")] * 2
+
+        second = env.scheduler(servers=servers)
+        second.start()
+        assert second.wait_idle(WAIT_S)
+    for name in "AB":
+        env.assert_done_in_one_session(name)
+        assert len(env.record(name).placements) == 2
+
+
+def test_a_malformed_pool_is_refused_naming_the_knob(tmp_path: Path) -> None:
+    assert pool_servers(Settings.resolve(env={})) == [Server(None)]
+    pool = tmp_path / "pool.txt"
+    pool.write_text("http://gpu1:8080/v1=4  # four slots\nhttp://gpu2:8080/v1\n")
+    assert pool_servers(Settings.resolve(env={"SEARCHBOX_ENDPOINTS": f"@{pool}"})) == [
+        Server("http://gpu1:8080/v1", 4), Server("http://gpu2:8080/v1", 1)]
+    for spec, message in [("http://a/v1=0", "at least 1"), ("gpu1:8080=2", "not an http"),
+                          (f"@{tmp_path / 'none.txt'}", "cannot read"), ("http://a/v1,http://a/v1", "named twice")]:
+        with pytest.raises(PoolError, match=f"^SEARCHBOX_ENDPOINTS: .*{message}"):
+            pool_servers(Settings.resolve(env={"SEARCHBOX_ENDPOINTS": spec}))

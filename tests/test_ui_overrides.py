@@ -77,6 +77,35 @@ def test_a_public_app_offers_its_own_model_only_unless_the_operator_adds_some() 
     assert {"auto", "qwen3.6-35b-a3b", "gemma3-270m"} <= set(llm_choices(operator))
 
 
+
+def test_with_a_pool_of_servers_the_pool_is_the_apps_model_and_no_visitor_sees_its_urls(tmp_path: Path) -> None:
+    from searchbox.jobs.scheduler import Standing
+    from searchbox.jobs.store import JobRecord
+    from searchbox.ui.slots import server_name, standing_text
+    from searchbox.ui.visitors import operator_details
+
+    pool = "http://gpu1.internal:8080/v1=4,http://user:pw@gpu2.internal:8080/v1=2"
+    for operator in (False, True):
+        settings = Settings.resolve(env={"SEARCHBOX_ENDPOINTS": pool, "SEARCHBOX_OPERATOR": str(int(operator))})
+        assert llm_choices(settings) == [ENDPOINT_CHOICE]  # a model booted here would hold a slot and not use it
+        overrides = overrides_for(settings, llm=ENDPOINT_CHOICE, endpoint="http://evil.example/v1", **ARGS)
+        assert "llama_url" not in overrides  # the scheduler gives the run a pool server's
+        assert "SEARCHBOX_ENDPOINTS" not in str(overrides) and settings.as_config()["SEARCHBOX_ENDPOINTS"] == "set"
+    public = Settings.resolve(env={"SEARCHBOX_ENDPOINTS": pool})
+    hidden = operator_details(public)
+    assert {"http://gpu1.internal:8080/v1", "gpu2.internal:8080", "http://gpu2.internal:8080/v1"} <= set(hidden)
+    record = JobRecord("j" * 16, "alice", "q", placements=[
+        {"server": "http://gpu2.internal:8080/v1", "server_number": 2, "slot": 1}])
+    assert server_name(record, operator=False) == "server 2 · slot 1"
+    assert server_name(record, operator=True) == "http://gpu2.internal:8080/v1 · slot 1"
+    assert server_name(JobRecord("k" * 16, "alice", "q"), operator=False) == ""  # not run yet
+    assert standing_text(Standing("queued", 2, 3, 4, 4, 0), record, False) == "2nd of 3 in line · 4 of 4 slots busy"
+    assert standing_text(Standing("running", None, 0, 3, 4, 1), record, False) == (
+        "on server 2 · slot 1 · 3 of 4 slots busy, 1 server not answering")
+    assert standing_text(Standing("paused", 1, 1, 0, 0, 2), record, False) == (
+        "1st of 1 in line · 0 of 0 slots busy, 2 servers not answering: the run starts when one answers again")
+    assert standing_text(Standing("held", None, 1, 1, 1, 0), record, False) == ""  # held: not in line
+
 API = {**ARGS, "retrieval": "default", "embed_backend": "api", "llm": "auto", "endpoint": ""}
 
 

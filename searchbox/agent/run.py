@@ -114,12 +114,12 @@ def run_prompt_head(settings: Settings) -> tuple[dict[str, str], list[dict[str, 
 def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> KeptPrefix | None:
     """Boot the built-in model these settings pick and have it hold the prompt prefix their runs start with
     today (system prompt and tool schemas): loaded from the prefix store, or evaluated and kept there. The app
-    does it at start-up, so that its first visitor does not pay for it. None where runs use an endpoint or the
-    Pi harness, or LLM_PREFIX_CACHE_MB=0."""
+    does it at start-up, so that its first visitor does not pay for it. None where runs use an endpoint (or a
+    pool of them), the Pi harness, or LLM_PREFIX_CACHE_MB=0."""
     from searchbox.llm.connect import connect_for_run
     from searchbox.llm.llamacpp_runtime import LlamaCppModel
 
-    if settings.llama_url or settings.harness != "native" or settings.llm_prefix_cache_mb <= 0:
+    if settings.llama_url or settings.searchbox_endpoints or settings.harness != "native" or settings.llm_prefix_cache_mb <= 0:
         return None
     connection = connect_for_run(settings, on_note=on_note)
     if not isinstance(connection.model, LlamaCppModel):

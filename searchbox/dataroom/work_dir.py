@@ -20,9 +20,13 @@ def prepare_work_dir(job_dir: Path, source: Path) -> Path:
     return folder.work
 
 
+def extraction_cache(settings: Settings) -> ExtractionCache:
+    """The documents' extracted text on disk, shared by every job (and process) with this cache dir."""
+    return ExtractionCache(Path(settings.cache_dir) / "extracted")
+
+
 def load_corpus(work_dir: Path, settings: Settings) -> Corpus:
-    cache = ExtractionCache(Path(settings.cache_dir) / "extracted")
-    return Corpus.load(work_dir / DATAROOM_NAME, settings.chunk_size, settings.chunk_overlap, cache)
+    return Corpus.load(work_dir / DATAROOM_NAME, settings.chunk_size, settings.chunk_overlap, extraction_cache(settings))
 
 
 def remove_job_folder(path: Path) -> None:

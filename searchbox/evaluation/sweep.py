@@ -30,7 +30,7 @@ resumed days later still compares like with like.
 Engines (docs/sweeps.md): `thread` runs every cell in this process, `ray` each cell as one task on a
 Ray cluster (evaluation/sweep_ray.py); either way this driver alone writes the sweep folder, so the
 two give the same rows, and resume, report and the Compare tab do not know which ran. The driver
-hands each run a slot of a server (evaluation/sweep_pool.py) and keeps the count, so no server gets
+hands each run a slot of a server (llm/pool.py, the pool the app's scheduler uses too) and keeps the count, so no server gets
 more runs than its slots. A run that stopped on model errors at a server that no longer answers is
 not a result: the server leaves the pool and the cell runs again on another. A cell whose machine
 went away (CellLost) runs again too, at most MAX_LOSSES times. Ctrl-C asks the running runs to stop
@@ -60,11 +60,11 @@ from searchbox.dataroom.unpack import DataroomError
 from searchbox.evaluation.files import RESULTS, SUMMARY, SWEEP
 from searchbox.evaluation.matrix import SAFE_NAME, MatrixEntry, MatrixError
 from searchbox.evaluation.sweep_cell import CellLost, CellOutcome, Dispatch, Engine, run_cell
-from searchbox.evaluation.sweep_pool import Pool, PoolError, Server
 from searchbox.evaluation.sweep_rows import Placement, Question, build_row, first_seed, is_adhoc, job_folder
 from searchbox.evaluation.sweep_summary import summarize
 from searchbox.jobs.job import create_job, stop_reason_of
 from searchbox.jobs.scheduler import RunFn
+from searchbox.llm.pool import Pool, PoolError, Server, Slot
 from searchbox.llm.types import ChatModel
 from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json, write_text_atomic
 from searchbox.settings import Settings
@@ -189,7 +189,7 @@ class ThreadEngine:
 @dataclass
 class _InFlight:
     cell: Cell
-    server: Server
+    slot: Slot
     queued_at: float
 
 
@@ -240,12 +240,12 @@ class _Driver:
 
     def _fill(self, threads: ThreadPoolExecutor) -> None:
         while self.queue and not self.stopping:
-            server = self.pool.take()
-            if server is None:
+            slot = self.pool.take()
+            if slot is None:
                 return
             cell = self.queue.popleft()
-            future = threads.submit(self._execute, cell, server)
-            self.running[future] = _InFlight(cell, server, self.queued_at[_key(*cell)])
+            future = threads.submit(self._execute, cell, slot.server)
+            self.running[future] = _InFlight(cell, slot, self.queued_at[_key(*cell)])
 
     def _execute(self, cell: Cell, server: Server) -> CellOutcome:
         entry, question, repeat = cell
@@ -260,7 +260,7 @@ class _Driver:
 
     def _settle(self, future: Future[CellOutcome], flight: _InFlight) -> None:
         """Record a run that ended: its row, or its cell back in the queue; raises what a run raised."""
-        self.pool.give_back(flight.server)
+        self.pool.give_back(flight.slot)
         key = _key(*flight.cell)
         error = future.exception()
         if isinstance(error, CellLost):
@@ -274,7 +274,7 @@ class _Driver:
             raise error
         outcome = future.result()
         if not outcome.server_answers:
-            self.pool.drop(flight.server)
+            self.pool.drop(flight.slot.server)
             self.queue.appendleft(flight.cell)  # its job folder is made afresh for the next server
             return
         entry, question, repeat = flight.cell
@@ -305,7 +305,7 @@ class _Driver:
         left = len(self.queue) + len(self.running)
         elapsed = time.monotonic() - self.started
         eta = left * elapsed / self.done_here if self.done_here else None
-        servers = tuple((s.label, self.pool.busy[s], s.slots) for s in self.pool.servers)
+        servers = tuple((s.label, self.pool.in_use(s), s.slots) for s in self.pool.servers)
         self.status(SweepStatus(len(self.rows), self.total, len(self.running), len(self.queue), servers, eta))
 
 

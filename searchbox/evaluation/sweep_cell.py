@@ -5,20 +5,16 @@ server that does not is taken out of the pool, and the cell runs again on anothe
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from searchbox.agent.control import RunControl
-from searchbox.evaluation.sweep_pool import Server
 from searchbox.jobs.job import stop_reason_of
 from searchbox.jobs.scheduler import RunFn
+from searchbox.llm.pool import Server, endpoint_answers
 from searchbox.settings import Settings
 
-PROBE_TIMEOUT_S = 5.0
 ERROR_LLM = "error_llm"  # the loop's stop after the client's own retries are spent
 
 
@@ -79,16 +75,3 @@ def run_cell(job_dir: Path, settings: Settings, run_fn: RunFn, control: RunContr
     answers = not (reason == ERROR_LLM and settings.llama_url and not endpoint_answers(settings.llama_url))
     return CellOutcome(reason, node, started, time.time(), answers)
 
-
-def endpoint_answers(url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
-    """Whether anything answers HTTP at the endpoint (any status will do: a server that refuses GET
-    /models is still up); a refused connection or silence until the timeout is a server gone."""
-    parts = urllib.parse.urlsplit(url)
-    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2])  # credentials are not needed to see it is up
-    try:
-        with urllib.request.urlopen(bare.geturl().rstrip("/") + "/models", timeout=timeout):
-            return True
-    except urllib.error.HTTPError:
-        return True
-    except (OSError, ValueError):  # URLError, a reset, a timeout; ValueError: not an http URL
-        return False

@@ -44,7 +44,7 @@ from searchbox.agent.control import RunControl
 from searchbox.agent.run import connect_and_run
 from searchbox.dataroom.work_dir import prepare_work_dir, remove_job_folder
 from searchbox.evaluation.sweep_cell import CellLost, CellOutcome, Dispatch, run_cell
-from searchbox.evaluation.sweep_pool import Server
+from searchbox.llm.pool import Server
 from searchbox.jobs.bundle import FILE_MAX_BYTES
 from searchbox.jobs.scheduler import RunFn
 from searchbox.records.job_folder import DATAROOM_NAME, JobFolder

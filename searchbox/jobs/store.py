@@ -69,6 +69,9 @@ class JobRecord:
     error: str | None = None  # why the run failed, when run_fn raised
     overrides: dict[str, Any] = field(default_factory=dict)
     foreground: bool = True  # False while it runs as a backfill
+    # Each time it ran, where: {server (URL; null: the app's own model), server_number, slot, started_at,
+    # ended_at, stop_reason, and server_down when that server stopped answering}.
+    placements: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -297,7 +300,8 @@ class JobStore:
         try:
             record = JobRecord(**data)
             if (record.state not in STATES or record.id != job_dir.name
-                    or not isinstance(record.created_at, (int, float)) or not isinstance(record.overrides, dict)):
+                    or not isinstance(record.created_at, (int, float)) or not isinstance(record.overrides, dict)
+                    or not isinstance(record.placements, list)):
                 raise ValueError(f"state {record.state!r}, id {record.id!r}")
         except (TypeError, ValueError) as exc:
             log.warning("skipping job %s: its %s is missing or corrupt (%s)", job_dir.name, STATE_FILE, exc)

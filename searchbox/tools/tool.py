@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.cancel import COMPLETED, CUT_CAUSES, Cancelled, CancelToken
+from searchbox.dataroom.extract_cache import ExtractionCache
+from searchbox.dataroom.work_dir import extraction_cache
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import Settings
@@ -42,6 +44,9 @@ class ToolContext:
     # run that never searches never loads the corpus or a model.
     retrieval: Callable[[], RetrievalEngine] | None = None
     cancel: CancelToken | None = None  # the run's: a pause, a stop or a time limit cuts a running tool
+    # The documents' text (PDF, DOCX, ...) that grep and read see, extracted once per content, not per call:
+    # re-extracting every document at each grep was most of the CPU a run cost the app.
+    extraction: ExtractionCache | None = None
 
     @property
     def engine(self) -> RetrievalEngine:
@@ -58,7 +63,7 @@ def context_for(settings: Settings, work_dir: Path, ledger: SourceLedger,
                             disk_bytes=settings.bash_disk_mb * 2**20, job_disk_bytes=settings.job_disk_mb * 2**20,
                             job_inodes=settings.job_files)
     return ToolContext(work_dir, ledger, sandbox=sandbox, max_bytes=settings.tool_output_bytes, retrieval=retrieval,
-                       cancel=cancel)
+                       cancel=cancel, extraction=extraction_cache(settings))
 
 
 @dataclass

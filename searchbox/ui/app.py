@@ -12,7 +12,7 @@ from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import Explorer
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
-from searchbox.ui.run_view import RunView
+from searchbox.ui.run_view import FOLLOWERS, RunView
 from searchbox.ui.services import Services
 
 INTRO = """# 🔎 searchbox
@@ -56,7 +56,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         jobs_tab.select(jobs.table, [owner], jobs.listing, api_name=False)
         # A visitor's runs belong to an unguessable id kept in their browser, made by their first run
         # (made on page load, it lost the race to a quick first Search: that run was listed for nobody).
-        app.load(run_view.reattach, [owner], run_view.live_outputs, api_name="reattach")
+        app.load(run_view.reattach, [owner], run_view.live_outputs, api_name="reattach", concurrency_limit=FOLLOWERS)
         app.unload(explorer.release)
     app.services = services  # type: ignore[attr-defined]
     return app

@@ -15,18 +15,19 @@ from searchbox.jobs.store import JobRecord
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
+from searchbox.ui.slots import server_name
 from searchbox.ui.visitors import operator_details
 
-COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "created"]
+COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "server", "created"]
 _GOING = ("queued", "running")
 _REDRAW_EVERY_S = 3.0
 
 
-def job_row(record: JobRecord, meta: dict[str, Any]) -> list[Any]:
+def job_row(record: JobRecord, meta: dict[str, Any], operator: bool) -> list[Any]:
     tokens = (meta.get("tokens") or {}).get("total", 0)
     created = dt.datetime.fromtimestamp(record.created_at).strftime("%Y-%m-%d %H:%M")
     return [record.id[:8], record.state, record.question[:90], meta.get("turns", 0), tokens,
-            record.stop_reason or "", created]
+            record.stop_reason or "", server_name(record, operator), created]
 
 
 def job_heading(record: JobRecord) -> str:
@@ -52,7 +53,8 @@ class JobsView:
     def table(self, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
         """The rows, the run picker, and the job ids in row order (a click on a row opens its run)."""
         records = self.services.visible_jobs(owner)
-        rows = [job_row(r, JobFolder(self.services.store.job_dir(r.id)).read_meta()) for r in records]
+        operator = self.services.settings.searchbox_operator
+        rows = [job_row(r, JobFolder(self.services.store.job_dir(r.id)).read_meta(), operator) for r in records]
         choices = [(f"{r.id[:8]} · {r.state} · {r.question[:60]}", r.id) for r in records]
         return rows, gr.update(choices=choices), [r.id for r in records]
 
@@ -104,7 +106,7 @@ class JobsView:
     def build(self, owner: gr.BrowserState) -> None:
         table = gr.Dataframe(headers=COLUMNS, label="Runs (click a row to open it)", interactive=False,
                              elem_id="jobs-table", wrap=True,
-                             column_widths=["8%", "8%", "44%", "6%", "9%", "12%", "13%"])
+                             column_widths=["8%", "8%", "36%", "6%", "8%", "11%", "11%", "12%"])
         ids = gr.State([])  # job ids in the table's row order
         with gr.Row():
             self.chosen = gr.Dropdown([], label="Run", scale=3)

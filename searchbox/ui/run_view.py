@@ -31,12 +31,18 @@ from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
+from searchbox.ui.slots import lost_server, standing_text
 from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices, operator_details,
                                    own_model_choice)
 
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
+_STANDING_EVERY_S = 2.0  # how often a run that waits for a slot has its place in line redrawn
+# Handlers that follow a run live wait on it for minutes, mostly asleep: not capped at Gradio's default
+# concurrency (the app's), or a visitor past the cap would wait unseen in Gradio's queue, not the
+# scheduler's, with no place in line to see and a slot of the pool left idle.
+FOLLOWERS = None
 _STILL_GOING = {"queued", "running", "paused"}
 # On a narrow screen the columns stack and the run's status and feed sit below the Search button,
 # out of sight: bring them into view when a search starts.
@@ -200,7 +206,8 @@ class RunView:
         problems = Problems()
         values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
         yield self._update(job_id, self._status(job_id), feed, {**values, **panels.hide_downloads()}, problems)
-        last_yield = last_figures = 0.0
+        last_yield = last_figures = last_standing = 0.0
+        shown_standing = ""
         answer_stale = False
         while True:
             events, ended = await _drain(subscription, 0.5)
@@ -217,9 +224,17 @@ class RunView:
                     subscription = self.services.scheduler.subscribe(job_id)
                     problems = Problems()
                     values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
-                    yield self._update(job_id, "⏸️ Paused for another run; resumes automatically", feed, values, problems)
+                    why = ("its model server stopped answering; resumes on another" if lost_server(current)
+                           else "paused for another run; resumes automatically")
+                    yield self._update(job_id, f"{self._status(job_id)} · {why}", feed, values, problems)
                     continue
                 break
+            if not events and now - last_standing >= _STANDING_EVERY_S:  # waiting: its place in line moves
+                # In a thread: it reads job.json and waits on the scheduler's lock, which the event loop must not.
+                last_standing, standing = now, await asyncio.to_thread(self._status, job_id)
+                if standing != shown_standing:
+                    shown_standing = standing
+                    yield self._update(job_id, standing, feed, {}, Problems())  # every update holds the feed
             if events and now - last_yield >= _YIELD_EVERY_S:
                 problems = Problems()
                 values: dict[Any, Any] = {}
@@ -241,7 +256,11 @@ class RunView:
             return ""
         icons = {"queued": "⏳", "running": "🔎", "paused": "⏸️", "held": "✋", "done": "✅", "failed": "⚠️", "cancelled": "⏹️"}
         reason = f" ({record.stop_reason})" if record.stop_reason else ""
-        return f"{icons.get(record.state, '')} **{record.state}**{reason} · job `{job_id[:8]}`"
+        status = f"{icons.get(record.state, '')} **{record.state}**{reason} · job `{job_id[:8]}`"
+        if record.state not in _STILL_GOING:
+            return status
+        standing = standing_text(self.services.scheduler.standing(job_id), record, self.services.settings.searchbox_operator)
+        return f"{status} · {standing}" if standing else status
 
     @staticmethod
     def question_hint(question: str | None) -> tuple[Any, bool]:
@@ -336,6 +355,6 @@ class RunView:
         self.run_event = hinted.then(self.run, inputs_kwargs={**form, "owner": owner, "harness": harness,
                                                               "from_page": from_page},
                          outputs=[*self.live_outputs, owner],
-                         api_name="search", js=SHOW_RUN_ON_A_PHONE)
+                         api_name="search", js=SHOW_RUN_ON_A_PHONE, concurrency_limit=FOLLOWERS)
         stop_button.click(self.stop, [self.job_id], [self.status], api_name="stop")
         pause_button.click(self.pause, [self.job_id], [self.status], api_name="pause")

@@ -21,6 +21,7 @@ from typing import Any
 import gradio as gr
 
 from searchbox.agent.pi import install as pi_install
+from searchbox.jobs.scheduler import pool_servers
 from searchbox.llm.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
 from searchbox.settings import Settings, SettingsError, endpoint_forms
@@ -60,7 +61,9 @@ def operator_details(settings: Settings) -> tuple[str, ...]:
     if settings.searchbox_operator:
         return ()
     judge = settings.citation_judge if "://" in settings.citation_judge else ""
-    values = {*endpoint_forms(settings.llama_url), *endpoint_forms(judge), settings.cache_dir, settings.jobs_dir,
+    servers = [server.url for server in pool_servers(settings) if server.url]
+    values = {*endpoint_forms(settings.llama_url), *endpoint_forms(judge),
+              *(form for url in servers for form in endpoint_forms(url)), settings.cache_dir, settings.jobs_dir,
               os.path.expanduser("~")}
     if os.path.isabs(settings.llm_gguf):
         values.add(settings.llm_gguf)
@@ -68,9 +71,9 @@ def operator_details(settings: Settings) -> tuple[str, ...]:
 
 
 def own_model_choice(settings: Settings) -> str:
-    """The app's own model as a choice: its endpoint (LLAMA_URL), else its LLM_GGUF under a name that
-    shows no path of the operator's."""
-    if settings.llama_url:
+    """The app's own model as a choice: its servers (SEARCHBOX_ENDPOINTS) or endpoint (LLAMA_URL), else its
+    LLM_GGUF under a name that shows no path of the operator's."""
+    if settings.llama_url or settings.searchbox_endpoints:
         return ENDPOINT_CHOICE
     gguf = settings.llm_gguf
     if gguf == "auto" or gguf.startswith("packaged:"):
@@ -82,8 +85,11 @@ def own_model_choice(settings: Settings) -> str:
 def llm_choices(settings: Settings) -> list[str]:
     """What a visitor may pick: the app's own model, those SEARCHBOX_VISITOR_MODELS adds (an operator gets
     auto and every preset), and an endpoint of their own where allowed. Only the operator's consent lets a
-    run download or boot another model: each one booted stays in memory."""
-    if settings.searchbox_operator:
+    run download or boot another model: each one booted stays in memory. With a pool of servers
+    (SEARCHBOX_ENDPOINTS) the pool is the app's model: a model booted here would hold a slot it does not use."""
+    if settings.searchbox_endpoints:
+        extra: list[str] = []
+    elif settings.searchbox_operator:
         extra = ["auto", *(p.name for p in PRESETS)]
     else:
         extra = [name.strip() for name in settings.searchbox_visitor_models.split(",") if name.strip()]
@@ -153,6 +159,8 @@ class RunRequest:
         endpoint, model_id = self.endpoint.strip(), self.model_id.strip()
         # The operator's endpoint, whatever the page sent, unless visitors may give one (and did).
         if not settings.searchbox_visitor_endpoints or not endpoint:
+            if settings.searchbox_endpoints:
+                return overrides  # the scheduler gives the run a slot of a pool server
             endpoint, model_id = settings.llama_url, settings.model_id
         if not endpoint:
             raise gr.Error("Give the endpoint's URL, e.g. http://localhost:8080/v1")

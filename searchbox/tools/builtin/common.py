@@ -35,7 +35,8 @@ def is_document(rel: str) -> bool:
 
 
 def document_lines(ctx: ToolContext, rel: str) -> list[str]:
-    extracted = extract_file(ctx.work_dir.resolve(), rel)
+    root = ctx.work_dir.resolve()
+    extracted = ctx.extraction.extract(root, rel) if ctx.extraction is not None else extract_file(root, rel)
     if extracted.status != "ok":
         raise ToolArgumentError(f"could not read {rel}: {extracted.reason}")
     # Page and sheet labels let the model say where a fact is.
