@@ -1,0 +1,105 @@
+"""The file gate: what Gradio's own routes for files are not told about visitors.
+
+An ASGI middleware in front of Gradio's routes (app.py hands it to launch()). It keeps two of them
+to the visitor they belong to, by client address (ui.visitors.address_of):
+
+- POST /gradio_api/upload: an upload must say its size (Content-Length; a browser's and
+  gradio_client's always do), and is refused before a byte is stored when its address or the app is
+  over a cap (ui.uploads; 413, 429 or 507, with the reason as the body: the page shows it after
+  "HTTP 429:", gradio_client names the status). What Gradio stored is granted to that address.
+- GET /gradio_api/file=PATH: an upload is served only to the address that sent it, a download copy
+  (ui.handoff) only to the address it was offered to. To anyone else the answer is Gradio's own for a
+  path that does not exist, so it tells nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.datastructures import Headers
+
+from searchbox.ui.handoff import offered_to
+from searchbox.ui.uploads import UploadLedger, UploadRefused
+from searchbox.ui.visitors import address_of
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_UPLOAD = re.compile(r"/gradio_api/upload/?$")
+_FILE = re.compile(r"/gradio_api/file(?:=|/)(.+)$", re.DOTALL)
+
+
+class FileGate:
+    def __init__(self, app: ASGIApp, uploads: UploadLedger) -> None:
+        self.app = app
+        self.uploads = uploads
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path, method = scope.get("path", ""), scope.get("method", "")
+        if method == "POST" and _UPLOAD.search(path):
+            await self._upload(scope, receive, send)
+            return
+        served = _FILE.search(path) if method in ("GET", "HEAD") else None
+        if served and not self._may_fetch(served.group(1), _address(scope)):
+            await _plain(send, 403, f"File not allowed: {served.group(1)}.")
+            return
+        await self.app(scope, receive, send)
+
+    def _may_fetch(self, path: str, address: str) -> bool:
+        offered = offered_to(path)
+        if offered is not None:
+            return bool(offered) and offered == address
+        uploaders = self.uploads.uploaders(path)
+        return uploaders is None or address in uploaders  # a file of Gradio's own: its rules
+
+    async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
+        length = Headers(scope=scope).get("content-length", "")
+        if not length.isdigit():
+            await _plain(send, 411, "An upload must say its size (a Content-Length header).")
+            return
+        try:
+            grant = self.uploads.reserve(_address(scope), int(length))
+        except UploadRefused as refused:
+            await _plain(send, refused.status, str(refused))
+            return
+        status, body = 0, bytearray()
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                body.extend(message.get("body", b""))
+            await send(message)
+
+        stored: list[str] = []
+        try:
+            await self.app(scope, receive, watch)
+            if status == 200:
+                stored = [p for p in json.loads(bytes(body)) if isinstance(p, str)]
+        finally:
+            if stored:
+                self.uploads.stored(grant, stored)
+            else:
+                self.uploads.cancel(grant)
+
+
+def _address(scope: Scope) -> str:
+    client = scope.get("client")
+    return address_of(client[0] if client else "", Headers(scope=scope).get("x-forwarded-for", ""))
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
