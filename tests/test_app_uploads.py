@@ -135,6 +135,25 @@ def test_an_upload_a_page_took_stays_until_that_page_closes(home: Path, tmp_path
         assert wait_for(lambda: not kept.exists())
 
 
+def test_an_api_callers_run_lets_its_upload_go_at_once(home: Path, tmp_path: Path) -> None:
+    """A script that runs on one dataroom after another, in one client: each upload stays no longer than
+    its run needs it (the job has its own copy), so the per-address cap never stops the next run."""
+    served = home / "gradio"
+    answer = Reply(text="The lease ends in 2029 [s1].")
+    with ScriptedEndpoint(default=answer) as endpoint, \
+            running_app(home, GRADIO_TEMP_DIR=str(served), LLAMA_URL=endpoint.url, MODEL_ID="scripted",
+                        SEARCHBOX_UPLOADS_PER_ADDRESS="1") as url:
+        client = Client(url, verbose=False)
+        for n in range(2):
+            path = tmp_path / f"room{n}.zip"
+            path.write_bytes(room(f"note {n}"))
+            args = list(search_args(f"upload {n}", "api-owner"))
+            args[1] = handle_file(str(path))
+            assert "done" in live(client.predict(*args, api_name="/search"))["status"]
+        assert wait_for(lambda: stored(served, "room*.zip") == [], 10)  # while the client is still open
+        assert len(list((home / "jobs").glob("*/input.zip"))) == 2
+
+
 def test_a_visitor_cannot_take_anothers_upload_by_its_path(home: Path) -> None:
     """Gradio takes any file in its upload folder as a call's input: a run started, and the explorer
     loaded, from the path of another visitor's upload."""

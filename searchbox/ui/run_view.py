@@ -158,6 +158,8 @@ class RunView:
                                              visitor=store.visitor_of(address), limits=QueueLimits.of(settings))
         except (DataroomError, SettingsError, ValueError) as exc:
             raise gr.Error(inert.html(exc)) from exc
+        if request.upload and not from_page:  # the job has its copy; a page keeps showing (and reusing) its upload
+            self.services.uploads.release(request.upload, http.session_hash)
         if request.jina_key:
             self.services.remember_secrets(record.id, {"jina_api_key": request.jina_key})
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed

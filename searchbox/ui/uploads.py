@@ -7,7 +7,8 @@ the request's size before a byte is stored (the file gate asks, ui.file_gate). A
 an upload claims it for its page session: a path that another address uploaded, or that another
 session already took, is refused, so no one starts a run or loads the explorer on a stranger's
 upload by naming its path. An upload nothing claimed goes after SEARCHBOX_UPLOAD_UNCLAIMED_SECONDS;
-a claimed one when every session that took it has ended (a run keeps its own copy of its dataroom).
+a claimed one when every session that took it has ended or let it go (a run keeps its own copy of its
+dataroom, so an API caller's run lets it go at once; a page keeps it while it shows it).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class Grant:
     made: float
     paths: frozenset[str] = frozenset()
     stored: bool = False
-    sessions: set[str] = field(default_factory=set)  # the page sessions that took it
+    sessions: set[str] = field(default_factory=set)  # the page sessions that hold it
+    done: bool = False  # taken, and let go by every session that held it
 
     @property
     def files(self) -> int:
@@ -144,6 +146,16 @@ class UploadLedger:
                     grant.sessions.add(session)
                 self._live_sessions.add(session)
 
+    def release(self, path: str | Path, session: str | None) -> None:
+        """A call that took the upload is done with it (an API caller's run has its own copy): it goes once
+        no other session holds it."""
+        key = canonical(path)
+        with self._lock:
+            for grant in (g for g in self._grants if key in g.paths and session in g.sessions):
+                grant.sessions.discard(session)
+                grant.done = not grant.sessions
+        self.sweep()
+
     def release_session(self, session: str | None) -> None:
         """A page session ended (its tab closed or reloaded): the uploads only it held go now."""
         with self._lock:
@@ -166,7 +178,7 @@ class UploadLedger:
             return True  # Gradio deleted it already, or is about to
         if grant.sessions:
             return not grant.sessions & self._live_sessions
-        return age >= self.limits.unclaimed_s
+        return grant.done or age >= self.limits.unclaimed_s
 
     def start_sweeping(self) -> None:
         """Sweep in the background, often enough that an unclaimed upload goes on time."""
