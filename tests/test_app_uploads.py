@@ -181,6 +181,20 @@ def test_a_visitor_cannot_take_anothers_upload_by_its_path(home: Path) -> None:
            "from another address, taken by another page")
 
 
+def test_a_file_named_by_url_is_refused_before_gradio_fetches_it(home: Path) -> None:
+    """Gradio downloads a FileData input whose path is a URL into its folder before any handler runs, with
+    no size limit: a way past every upload cap, and a fetch of whatever a visitor names."""
+    served = home / "gradio"
+    named = file_data("https://files.example.invalid/room.zip")
+    with running_app(home, GRADIO_TEMP_DIR=str(served)) as url:
+        refused = httpx.post(f"{url}gradio_api/call/load_dataroom", json={"data": [named, "packaged"]}, timeout=30)
+        assert refused.status_code == 400 and "takes files by upload only" in refused.text
+        with pytest.raises(Exception, match="400 Bad Request"):
+            Client(url, verbose=False).predict(handle_file(named["path"]), api_name="/load_dataroom")
+    assert stored(served, "room.zip") == []
+    report("files named by URL", "2 of 2 calls refused before Gradio fetched anything (REST and gradio_client)")
+
+
 def test_a_download_is_served_only_to_the_address_it_was_offered_to(home: Path) -> None:
     """The ANSWER.md and bundle links were capabilities: whoever held one fetched the file."""
     answer = Reply(text="The auditor was Example & Co [s1].")

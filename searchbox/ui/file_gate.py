@@ -10,6 +10,9 @@ to the visitor they belong to, by client address (ui.visitors.address_of):
 - GET /gradio_api/file=PATH: an upload is served only to the address that sent it, a download copy
   (ui.handoff) only to the address it was offered to. To anyone else the answer is Gradio's own for a
   path that does not exist, so it tells nothing.
+- A call whose input names a file by URL (a FileData whose path is http(s)://...) is refused (400):
+  Gradio would download it into its folder before any handler runs, with no size limit and past every
+  upload cap, and the server would fetch whatever a visitor names. Files come by upload only.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from gradio_client.utils import is_file_obj_with_meta, is_http_url_like
 from starlette.datastructures import Headers
 
 from searchbox.ui.handoff import offered_to
@@ -33,6 +37,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _UPLOAD = re.compile(r"/gradio_api/upload/?$")
 _FILE = re.compile(r"/gradio_api/file(?:=|/)(.+)$", re.DOTALL)
+_CALL = re.compile(r"/gradio_api/")
+BY_URL = "This app takes files by upload only, not by URL: download the file and upload it."
 
 
 class FileGate:
@@ -48,6 +54,9 @@ class FileGate:
         if method == "POST" and _UPLOAD.search(path):
             await self._upload(scope, receive, send)
             return
+        if method == "POST" and _CALL.search(path):
+            await self._call(scope, receive, send)
+            return
         served = _FILE.search(path) if method in ("GET", "HEAD") else None
         if served and not self._may_fetch(served.group(1), _address(scope)):
             await _plain(send, 403, f"File not allowed: {served.group(1)}.")
@@ -60,6 +69,31 @@ class FileGate:
             return bool(offered) and offered == address
         uploaders = self.uploads.uploaders(path)
         return uploaders is None or address in uploaders  # a file of Gradio's own: its rules
+
+    async def _call(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a call on unless its inputs name a file by URL; its body, read here, is handed on whole."""
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if _names_a_url(body):
+            await _plain(send, 400, BY_URL)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()  # after the body: the disconnect, when it comes
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
         length = Headers(scope=scope).get("content-length", "")
@@ -91,6 +125,32 @@ class FileGate:
                 self.uploads.stored(grant, stored)
             else:
                 self.uploads.cancel(grant)
+
+
+def _names_a_url(body: bytes) -> bool:
+    """Whether a call's JSON names a file by URL anywhere in its data (Gradio's own test for a file)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False  # not JSON: Gradio refuses it itself
+    found = False
+
+    def visit(value: Any) -> None:
+        nonlocal found
+        if is_file_obj_with_meta(value):
+            found = found or is_http_url_like(value["path"])
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    try:
+        visit(data)
+    except RecursionError:
+        return True  # nested past what can be checked: not passed on unchecked
+    return found
 
 
 def _address(scope: Scope) -> str:
