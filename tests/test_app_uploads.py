@@ -105,8 +105,8 @@ def test_uploads_are_capped_per_address_and_in_total(home: Path) -> None:
                              content=iter([b"--x--\r\n"]), timeout=30)  # chunked: no Content-Length
         assert unsized.status_code == 411
     assert stored(served, "refused-*.zip") == []  # nothing of a refused upload was stored
-    report("uploads capped", "2 of 2 over a cap refused before storing (per address: 429, in total: 507); "
-           "an upload with no size refused (411)")
+    report("uploads capped", "3 of 3 uploads over a cap refused before storing (per address: 429, raw and through "
+           "gradio_client; in total: 507), 1 of 1 with no size refused (411); nothing of them stored")
 
 
 def test_an_upload_no_one_took_goes_soon_and_frees_its_room(home: Path) -> None:
@@ -177,8 +177,8 @@ def test_a_visitor_cannot_take_anothers_upload_by_its_path(home: Path) -> None:
         # Once a page took it, another page at the same address does not: the upload is that page's.
         event, data = call(url, A, "load_dataroom", [file_data(theirs), "packaged"])
         assert event == "error" and "This upload is not yours" in data
-    report("another visitor's upload", "4 of 4 refused: taken by path for a run and for the explorer, fetched "
-           "from another address, taken by another page")
+    report("another visitor's upload", "5 of 5 refused: taken by its path for a run and for the explorer from "
+           "another address, fetched from 2 other addresses, taken by a second page at its own address; no job made")
 
 
 def test_a_file_named_by_url_is_refused_before_gradio_fetches_it(home: Path) -> None:
