@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -56,6 +58,18 @@ def call(url: str, address: str, api_name: str, data: list) -> tuple[str, str]:
     stream = httpx.get(f"{url}gradio_api/call/{api_name}/{started.json()['event_id']}", headers=headers, timeout=120)
     lines = [line for line in stream.text.splitlines() if line.startswith(("event:", "data:"))]
     return lines[-2].removeprefix("event: "), lines[-1].removeprefix("data: ")
+
+
+def smuggled(url: str, name: str, size: int) -> bytes:
+    """The status line of an upload whose chunked body is framed apart from the Content-Length it states."""
+    part = (f'--x\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n\r\n'.encode()
+            + b"A" * size + b"\r\n--x--\r\n")
+    request = (b"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 192.0.2.6\r\n"
+               b"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n"
+               b"Connection: close\r\n\r\n" + f"{len(part):x}\r\n".encode() + part + b"\r\n0\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", urlsplit(url).port or 80), timeout=30) as connection:
+        connection.sendall(request)
+        return connection.recv(200)
 
 
 def file_data(path: str) -> dict:
@@ -104,9 +118,12 @@ def test_uploads_are_capped_per_address_and_in_total(home: Path) -> None:
                                                                 "Content-Type": "multipart/form-data; boundary=x"},
                              content=iter([b"--x--\r\n"]), timeout=30)  # chunked: no Content-Length
         assert unsized.status_code == 411
+        # A chunked body beside a small Content-Length: counted as 10 bytes, it was stored whole.
+        assert smuggled(url, "refused-chunked.zip", 200_000).startswith(b"HTTP/1.1 411")
     assert stored(served, "refused-*.zip") == []  # nothing of a refused upload was stored
     report("uploads capped", "3 of 3 uploads over a cap refused before storing (per address: 429, raw and through "
-           "gradio_client; in total: 507), 1 of 1 with no size refused (411); nothing of them stored")
+           "gradio_client; in total: 507), 2 of 2 not framed by one Content-Length refused (411); nothing of "
+           "them stored")
 
 
 def test_an_upload_no_one_took_goes_soon_and_frees_its_room(home: Path) -> None:

@@ -3,8 +3,8 @@
 An ASGI middleware in front of Gradio's routes (app.py hands it to launch()). It keeps two of them
 to the visitor they belong to, by client address (ui.visitors.address_of):
 
-- POST /gradio_api/upload: an upload must say its size (Content-Length; a browser's and
-  gradio_client's always do), and is refused before a byte is stored when its address or the app is
+- POST /gradio_api/upload: an upload must say its size (one Content-Length and no Transfer-Encoding;
+  a browser's and gradio_client's always do), and is refused before a byte is stored when its address or the app is
   over a cap (ui.uploads; 413, 429 or 507, with the reason as the body: the page shows it after
   "HTTP 429:", gradio_client names the status). What Gradio stored is granted to that address.
 - GET /gradio_api/file=PATH: an upload is served only to the address that sent it, a download copy
@@ -96,12 +96,15 @@ class FileGate:
         await self.app(scope, replay, send)
 
     async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
-        length = Headers(scope=scope).get("content-length", "")
-        if not length.isdigit():
-            await _plain(send, 411, "An upload must say its size (a Content-Length header).")
+        headers = Headers(scope=scope)
+        lengths = headers.getlist("content-length")
+        # The size is counted before the body is read, so the body must be framed by it alone: a chunked
+        # body sent beside a small Content-Length was stored whole (200 KB counted as 10 bytes).
+        if len(lengths) != 1 or not lengths[0].isdigit() or "transfer-encoding" in headers:
+            await _plain(send, 411, "An upload must say its size: one Content-Length header, and no Transfer-Encoding.")
             return
         try:
-            grant = self.uploads.reserve(_address(scope), int(length))
+            grant = self.uploads.reserve(_address(scope), int(lengths[0]))
         except UploadRefused as refused:
             await _plain(send, refused.status, str(refused))
             return
