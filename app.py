@@ -14,7 +14,7 @@ from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.llm.pool import PoolError  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.tools.sandbox import for_settings  # noqa: E402
-from searchbox.ui.app import LAUNCH_OPTIONS, build_app  # noqa: E402
+from searchbox.ui.app import build_app, launch_options  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
     print(f"searchbox: http://{args.host}:{args.port}/" + ("" if args.share else "  (python app.py --share for a public link)"),
           flush=True)
     app.launch(server_name=args.host, server_port=args.port, share=args.share, auth=auth, quiet=not args.share,
-               max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **LAUNCH_OPTIONS)
+               max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **launch_options(app))
 
 
 def _keep_prompt_prefix(settings: Settings) -> None:

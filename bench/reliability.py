@@ -42,6 +42,7 @@ TESTS = [
     "tests/test_fuzz_paths.py",
     "tests/test_load.py",
     "tests/test_app_run.py",
+    "tests/test_app_uploads.py",
 ]
 
 

@@ -233,6 +233,21 @@ class Settings:
         86400, "the app deletes uploads and its copies of served files this many seconds after they were made "
         "(checked every hour, or as often as this when shorter); all of them when it stops"
     )
+    searchbox_upload_unclaimed_seconds: int = knob(
+        600, "the app deletes an upload that no run, explorer load or page of the address that sent it took within "
+        "this many seconds; one a page took goes when that page is closed or reloaded"
+    )
+    searchbox_uploads_per_address: int = knob(
+        5, "files one client address may have uploaded and kept at once; more are refused until some are deleted "
+        "(0 = no limit)"
+    )
+    searchbox_uploads_per_address_mb: int = knob(
+        600, "megabytes of uploads one client address may have kept at once, counted as each upload's request "
+        "size (0 = no limit)"
+    )
+    searchbox_uploads_total_mb: int = knob(
+        4096, "megabytes of uploads all visitors of the app together may have kept at once (0 = no limit)"
+    )
     searchbox_keep_days: int = knob(14, "the app deletes finished runs older than this many days (0 = keeps them)")
     searchbox_jobs_max_mb: int = knob(
         20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)"
@@ -372,10 +387,12 @@ class Settings:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         if self.searchbox_max_upload_mb < 1:
             raise SettingsError("SEARCHBOX_MAX_UPLOAD_MB must be at least 1")
-        if self.searchbox_upload_keep_seconds < 1:
-            raise SettingsError("SEARCHBOX_UPLOAD_KEEP_SECONDS must be at least 1")
+        for name in ("searchbox_upload_keep_seconds", "searchbox_upload_unclaimed_seconds"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name.upper()} must be at least 1")
         for name in ("searchbox_max_queued_runs", "searchbox_max_queued_per_address", "searchbox_max_queued_total",
-                     "searchbox_fair_share_seconds"):
+                     "searchbox_fair_share_seconds", "searchbox_uploads_per_address", "searchbox_uploads_per_address_mb",
+                     "searchbox_uploads_total_mb"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name.upper()} must be 0 or more")
         if self.force_tool_steps < 0:

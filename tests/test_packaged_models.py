@@ -69,7 +69,7 @@ def test_assembled_once_verified_then_reused_without_hashing(
     def no_hashing(_: Path) -> str:
         raise AssertionError("a verified file was hashed again")
 
-    monkeypatch.setattr(packaged, "_sha256", no_hashing)
+    monkeypatch.setattr(packaged, "file_sha256", no_hashing)
     assert resolve_gguf(FAKE, models_dir=models_dir) == path
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten

@@ -4,12 +4,16 @@ same code path as the CLI's runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
+from starlette.middleware import Middleware
 
 from searchbox.settings import Settings
 from searchbox.ui.answer import CITATION_CSS, CITATION_JS
 from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import Explorer
+from searchbox.ui.file_gate import FileGate
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
 from searchbox.ui.run_view import FOLLOWERS, RunView
@@ -58,5 +62,18 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         # (made on page load, it lost the race to a quick first Search: that run was listed for nobody).
         app.load(run_view.reattach, [owner], run_view.live_outputs, api_name="reattach", concurrency_limit=FOLLOWERS)
         app.unload(explorer.release)
+
+        def release_uploads(request: gr.Request) -> None:
+            """The tab was closed or reloaded: the uploads only its session took go now."""
+            services.uploads.release_session(request.session_hash)
+
+        app.unload(release_uploads)
     app.services = services  # type: ignore[attr-defined]
     return app
+
+
+def launch_options(app: gr.Blocks) -> dict[str, Any]:
+    """What launch() takes for an app build_app made: the look, and the file gate in front of Gradio's
+    routes (uploads capped and granted to their address, files served only to theirs)."""
+    services: Services = app.services  # type: ignore[attr-defined]
+    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(FileGate, uploads=services.uploads)]}}

@@ -31,7 +31,7 @@ from searchbox.settings import RETRIEVAL_PRESETS, Settings
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.tool import Tool
 from searchbox.ui.services import Services
-from searchbox.ui.visitors import client_address
+from searchbox.ui.visitors import client_address, take_upload
 from searchbox.workspace import Workspace
 
 STATUS_COLUMNS = ["path", "status", "reason", "chars", "chunks"]
@@ -125,6 +125,8 @@ class Explorer:
 
     def load(self, upload: str | None, previous: Workspace | None, preset: str | None,
              request: gr.Request) -> tuple[Workspace, str, list[list[Any]]]:
+        if upload:
+            take_upload(self.services.uploads, upload, request)
         workspace, summary, rows = load_dataroom(upload, self.settings, self.new_folder(request), previous, preset)
         self._hold(request, workspace)
         return workspace, summary, rows

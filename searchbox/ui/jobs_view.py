@@ -13,10 +13,11 @@ import gradio as gr
 from searchbox import inert
 from searchbox.jobs.store import JobRecord
 from searchbox.records.job_folder import JobFolder
+from searchbox.ui.handoff import Viewer
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.slots import server_name
-from searchbox.ui.visitors import operator_details
+from searchbox.ui.visitors import client_address, operator_details
 
 COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "server", "created"]
 _GOING = ("queued", "running")
@@ -58,35 +59,36 @@ class JobsView:
         choices = [(f"{r.id[:8]} · {r.state} · {r.question[:60]}", r.id) for r in records]
         return rows, gr.update(choices=choices), [r.id for r in records]
 
-    async def open(self, job_id: str, owner: str) -> dict[Any, Any]:
+    async def open(self, job_id: str, owner: str, request: gr.Request) -> dict[Any, Any]:
         """The run's view, and it becomes the opened run (redrawn while it goes)."""
         record = self.services.may_see(job_id, owner)
         if record is None:
             raise gr.Error("No such job among your runs.")
-        return {**await self._view(record, owner), self.opened: record.id, self.opened_going: True,
-                self.chosen: record.id}
+        return {**await self._view(record, Viewer(owner, client_address(request))), self.opened: record.id,
+                self.opened_going: True, self.chosen: record.id}
 
-    async def open_row(self, ids: list[str], owner: str, event: gr.SelectData) -> dict[Any, Any]:
+    async def open_row(self, ids: list[str], owner: str, event: gr.SelectData, request: gr.Request) -> dict[Any, Any]:
         row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
         if not isinstance(row, int) or not 0 <= row < len(ids):
             return {component: gr.skip() for component in [*self.view, self.opened, self.opened_going, self.chosen]}
-        return await self.open(ids[row], owner)
+        return await self.open(ids[row], owner, request)
 
-    async def _view(self, record: JobRecord, downloads_for: str | None) -> dict[Any, Any]:
+    async def _view(self, record: JobRecord, downloads_for: Viewer | None) -> dict[Any, Any]:
         assert self.panels is not None
         job_dir = self.services.store.job_dir(record.id)
         problems = Problems()
         values = await asyncio.to_thread(self.panels.fill, job_dir, problems, downloads_for=downloads_for)
         return {self.heading: problems.under(job_heading(record)), **values}
 
-    async def redraw(self, job_id: str, owner: str, was_going: bool) -> dict[Any, Any]:
+    async def redraw(self, job_id: str, owner: str, was_going: bool, request: gr.Request) -> dict[Any, Any]:
         """On the timer: the opened run's view again while it goes, and once more when it has ended
         (with its downloads); otherwise nothing changes."""
         record = self.services.may_see(job_id, owner) if job_id else None
         going = record is not None and record.state in _GOING
         if record is None or not (going or was_going):
             return {**{component: gr.skip() for component in self.view}, self.opened_going: False}
-        return {**await self._view(record, None if going else owner), self.opened_going: going}
+        viewer = None if going else Viewer(owner, client_address(request))
+        return {**await self._view(record, viewer), self.opened_going: going}
 
     def act(self, action: str, job_id: str, owner: str) -> tuple[list[list[Any]], Any, list[str]]:
         if self.services.may_see(job_id, owner) is None:

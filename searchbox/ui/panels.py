@@ -24,7 +24,7 @@ from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import render_answer, render_sources
 from searchbox.ui.dashboard import Dashboard
-from searchbox.ui.handoff import offer
+from searchbox.ui.handoff import Viewer, offer
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def recorded_checks(job_dir: Path, markdown: str) -> list[dict[str, Any]] | None
     return checks if isinstance(checks, list) else None
 
 
-def offered_downloads(job_dir: Path, viewer: str, hide: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+def offered_downloads(job_dir: Path, viewer: Viewer, hide: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
     """The run's ANSWER.md and bundle as files Gradio may serve to this visitor alone."""
     answer, bundle = downloads(job_dir, hide)
     return offer(answer, viewer, job_dir.name), offer(bundle, viewer, job_dir.name)
@@ -121,10 +121,10 @@ class RunPanels:
         return [self.answer, self.sources, *self.plots.values(), self.empty_dashboard, self.answer_file, self.bundle_file]
 
     def fill(self, job_dir: Path, problems: Problems, *, dashboard: Dashboard | None = None,
-             downloads_for: str | None = None) -> dict[Any, Any]:
+             downloads_for: Viewer | None = None) -> dict[Any, Any]:
         """The panels' values for the run in job_dir; the live view passes its own dashboard, a
-        finished run's is rebuilt from its records. With `downloads_for` (a visitor's id), the
-        downloads too, handed to that visitor."""
+        finished run's is rebuilt from its records. With `downloads_for`, the downloads too, handed
+        to that visitor."""
         values = self.fill_answer(job_dir, problems)
         values.update(self.fill_figures(job_dir, problems, dashboard))
         if downloads_for is not None:

@@ -29,11 +29,12 @@ from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
+from searchbox.ui.handoff import Viewer
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.slots import lost_server, standing_text
 from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices, operator_details,
-                                   own_model_choice)
+                                   own_model_choice, take_upload)
 
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
@@ -116,10 +117,11 @@ class RunView:
 
     # -- handlers ----------------------------------------------------------------------------
 
-    def preview_dataroom(self, upload: str | None) -> Any:
-        """The per-file ingestion status of an upload, before any run."""
+    def preview_dataroom(self, upload: str | None, request: gr.Request) -> Any:
+        """The per-file ingestion status of an upload, before any run; the page's session takes the upload."""
         if not upload:
             return gr.update(value=None, visible=False)
+        take_upload(self.services.uploads, upload, request)
         import shutil
         import tempfile
 
@@ -151,24 +153,28 @@ class RunView:
         new_owner = "" if owner else secrets.token_urlsafe(16)
         owner = owner or new_owner
         overrides = request.overrides(self.services.settings)
+        if request.upload:
+            take_upload(self.services.uploads, request.upload, http)
         source = Path(request.upload) if request.upload else BUILTIN_DATAROOM
         store, settings = self.services.store, self.services.settings
+        address = client_address(http)
         try:
             record = await asyncio.to_thread(store.create, question, source, overrides, owner, settings,
                                              max_waiting=settings.searchbox_max_queued_runs,
-                                             visitor=store.visitor_of(client_address(http)),
-                                             limits=QueueLimits.of(settings))
+                                             visitor=store.visitor_of(address), limits=QueueLimits.of(settings))
         except (DataroomError, SettingsError, ValueError) as exc:
             raise gr.Error(inert.html(exc)) from exc
+        if request.upload and not from_page:  # the job has its copy; a page keeps showing (and reusing) its upload
+            self.services.uploads.release(request.upload, http.session_hash)
         if request.jina_key:
             self.services.remember_secrets(record.id, {"jina_api_key": request.jina_key})
         subscription = self.services.scheduler.subscribe(record.id)  # before submit: no event is missed
         self.services.scheduler.submit(record.id)
-        async for update in self._follow(record.id, question, subscription, owner, replay=False):
+        async for update in self._follow(record.id, question, subscription, Viewer(owner, address), replay=False):
             yield {**update, self.owner: new_owner} if new_owner else update
             new_owner = ""
 
-    async def reattach(self, owner: str):
+    async def reattach(self, owner: str, request: gr.Request):
         """On page load: the visitor's newest run still going, followed live from its records so far
         (a reload or a closed tab does not lose the live view); nothing changes when there is none."""
         going = [r for r in await asyncio.to_thread(self.services.store.list, owner) if r.state in _STILL_GOING]
@@ -177,7 +183,8 @@ class RunView:
             return
         record = going[0]
         subscription = self.services.scheduler.subscribe(record.id)  # before reading the records
-        async for update in self._follow(record.id, record.question, subscription, owner, replay=True):
+        viewer = Viewer(owner, client_address(request))
+        async for update in self._follow(record.id, record.question, subscription, viewer, replay=True):
             yield update
 
     def _update(self, job_id: str, status: str, feed: Feed, panels: dict[Any, Any], problems: Problems,
@@ -186,7 +193,7 @@ class RunView:
         update.update({control: gr.update(interactive=going) for control in self.controls})
         return update
 
-    async def _follow(self, job_id: str, question: str, subscription: queue.Queue, viewer: str, replay: bool):
+    async def _follow(self, job_id: str, question: str, subscription: queue.Queue, viewer: Viewer, replay: bool):
         """Stream a job into the live view of `viewer` until its run stops for good; with `replay`, what
         it already recorded comes first, and the stream skips the events the records already hold."""
         assert self.panels is not None

@@ -1,5 +1,6 @@
-"""What the app's handlers share: the base settings, the job store, the scheduler, and the secrets a
-visitor typed for a run (kept in memory only, never in a job folder). A visitor's run gets the
+"""What the app's handlers share: the base settings, the job store, the scheduler, the ledger of
+uploads (ui.uploads), and the secrets a visitor typed for a run (kept in memory only, never in a job
+folder). A visitor's run gets the
 operator's JINA_API_KEY only with the operator's consent (SEARCHBOX_VISITOR_KEYS, or an operator's own
 app): else a key the visitor typed, or none, also when it resumes after a restart."""
 
@@ -15,6 +16,7 @@ from searchbox.agent.run import connect_and_run
 from searchbox.jobs.scheduler import RunFn, Scheduler
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.settings import Settings
+from searchbox.ui.uploads import UploadLedger, UploadLimits
 
 
 @dataclass
@@ -22,8 +24,12 @@ class Services:
     settings: Settings
     store: JobStore
     scheduler: Scheduler
+    uploads: UploadLedger = field(init=False)
     _secrets: dict[str, dict[str, str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.uploads = UploadLedger(UploadLimits.of(self.settings))
 
     @classmethod
     def start(cls, settings: Settings, run_fn: RunFn = connect_and_run) -> Services:
@@ -39,6 +45,7 @@ class Services:
         services = cls(settings, store, Scheduler(store, run_with_secrets, settings))
         holder["services"] = services
         services.scheduler.start()
+        services.uploads.start_sweeping()
         return services
 
     def remember_secrets(self, job_id: str, secrets: dict[str, str]) -> None:

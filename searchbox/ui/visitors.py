@@ -4,12 +4,12 @@ downloads must not show. The run view builds its form from it and hands it what 
 Who a visitor is, as the server sees it: the client address of a call, which an API caller cannot
 change by sending another visitor id (the `owner` a page keeps is chosen by the client).
 
-The address is the connection's peer, as uvicorn gives it: uvicorn already replaces it with the
-X-Forwarded-For address when the connection comes from a proxy on this machine (127.0.0.1), and
-ignores that header from anywhere else. On a Hugging Face Space (SPACE_ID set) every connection comes
+The address is the connection's peer (app.py stops uvicorn from rewriting it from X-Forwarded-For).
+Behind reverse proxies the operator names (SEARCHBOX_TRUSTED_PROXIES), the rightmost X-Forwarded-For
+hop none of them added is the client. On a Hugging Face Space (SPACE_ID set) every connection comes
 from Hugging Face's own proxy, on another machine, which puts the address it saw at the end of
 X-Forwarded-For: that last entry is taken. Entries to its left came from the client and are never
-trusted.
+trusted. The same rule serves the handlers (a gr.Request) and the file gate (an ASGI scope).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from searchbox.llm.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
 from searchbox.settings import Settings, SettingsError, endpoint_forms
 from searchbox.ui.services import shares_operator_key
+from searchbox.ui.uploads import NotYourUpload, UploadLedger
 
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
 OWN_MODEL = "the app's own model"  # an LLM_GGUF that is a path or a hub file, which the page does not show
@@ -35,12 +36,17 @@ def client_address(request: gr.Request | None) -> str:
     """The address a call came from; empty when there is no request (a call from Python)."""
     if request is None:
         return ""
-    hops = [hop.strip() for hop in (request.headers.get("x-forwarded-for") or "").split(",") if hop.strip()]
+    client = request.client
+    return address_of(client.host if client is not None and client.host else "",
+                      request.headers.get("x-forwarded-for") or "")
+
+
+def address_of(peer: str, forwarded: str) -> str:
+    """The client's address, from the connection's peer and the X-Forwarded-For header it sent."""
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
     if os.environ.get("SPACE_ID"):
         if hops:
             return hops[-1]  # HF's proxy appends the address it saw
-    client = request.client
-    peer = client.host if client is not None and client.host else ""
     trusted = trusted_proxies()
     if peer not in trusted:
         return peer  # a header from anyone else is the client's own word
@@ -48,6 +54,18 @@ def client_address(request: gr.Request | None) -> str:
         if hop not in trusted:
             return hop
     return peer
+
+
+def take_upload(uploads: UploadLedger, path: str, request: gr.Request | None) -> None:
+    """A handler takes an upload for the calling page session: a clear error when it is not the caller's
+    (another address sent it, another page took it, or it was deleted). A call from Python (no request)
+    names files of its own."""
+    if request is None:
+        return
+    try:
+        uploads.claim(path, client_address(request), request.session_hash)
+    except NotYourUpload as exc:
+        raise gr.Error(str(exc)) from exc
 
 
 def trusted_proxies() -> set[str]:
