@@ -92,7 +92,8 @@ def test_search_watch_chart_citation_jobs_and_explorer() -> None:
             page.reload(wait_until="domcontentloaded")  # the same browser comes back: its run is followed again
             # Leaving a page aborts its open stream, and Gradio's client logs that; nothing else may appear.
             console_errors[before_reload:] = [e for e in console_errors[before_reload:] if not e.startswith(
-                ("AbortError: signal is aborted without reason", "Unexpected error Connection errored out"))]
+                ("AbortError: signal is aborted without reason", "AbortError: BodyStreamBuffer was aborted",
+                 "Unexpected error Connection errored out"))]
             activity = page.locator("#activity")
             expect(activity.get_by_text("search_dataroom").first).to_be_visible(timeout=60_000)
 
