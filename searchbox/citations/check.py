@@ -34,7 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from searchbox.citations.claims import read_claim
-from searchbox.citations.judge import SupportJudge, plain_claim
+from searchbox.citations.judge import SupportJudge
 from searchbox.citations.markers import citing_sentences
 from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
 
@@ -286,7 +286,7 @@ def _judged(judge: SupportJudge, check: CitationCheck, text: str) -> None:
     sources, no quote the source lacks and no denial the claim reading found (those stand as the words
     say). A reading whose quote the source does not hold, or that cannot be read, leaves the words'
     verdict, and says why."""
-    reading = judge.read(plain_claim(check.sentence), "\n…\n".join(passages(check.sentence, text)))
+    reading = judge.read(check.sentence, "\n…\n".join(passages(check.sentence, text)))
     check.judge = {"model": judge.name, "verdict": reading.verdict, "quote": reading.quote, "raw": reading.raw,
                    "seconds": round(reading.seconds, 3), "prompt_tokens": reading.prompt_tokens,
                    "output_tokens": reading.output_tokens, "words": check.verdict}

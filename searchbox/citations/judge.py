@@ -83,6 +83,7 @@ class SupportJudge:
         self.chat = chat
 
     def read(self, claim: str, passage: str) -> JudgeReading:
+        """`claim`: the citing sentence as the answer has it (its markers are taken out here)."""
         started = time.monotonic()
         try:
             reply = self.chat(judge_messages(claim, passage), JUDGE_MAX_TOKENS)
