@@ -43,8 +43,10 @@ from searchbox.tools.gist import first_line
 from searchbox.agent.backstop import backstop_answer
 from searchbox.tools.registry import CATALOG_PATH
 
-# How long a tool call may wait for the end of the response that made it before it runs anyway.
-_ORDER_WAIT_S = 1.0
+# How long a tool call may wait for the end of the response that made it before it runs anyway. Pi writes
+# that message_end to stdout before it calls the tool over the socket, so the wait is only how late the
+# reader thread is; 1 s was overrun on a loaded CI machine and the records' order then differed.
+_ORDER_WAIT_S = 30.0
 # How long Pi may take to end its turn after an abort, and to start.
 _ABORT_WAIT_S = 15.0
 _START_WAIT_S = 90.0
