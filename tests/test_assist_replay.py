@@ -28,10 +28,10 @@ KNOBS: dict[str, Any] = {"searchbox_tools": "keyword_search", "retrieval_preset"
                          "force_budget": True, "max_steps_per_turn": 3}
 
 
-def run(job_dir: Path, source: Path, cache: Path, assists: str) -> Path:
+def run(job_dir: Path, source: Path, cache: Path, assists: str, script: list[Said] = SCRIPT) -> Path:
     settings = Settings.resolve(env={}, harness_assists=assists, searchbox_cache_dir=str(cache), **KNOBS)
     create_job(job_dir, QUESTION, source, settings)
-    run_job(job_dir, settings, FakeChatModel(list(SCRIPT), default=Said("The lease ends in 2029.")))
+    run_job(job_dir, settings, FakeChatModel(list(script), default=Said("The lease ends in 2029.")))
     return job_dir
 
 
@@ -78,3 +78,15 @@ def test_call_ids_aside_a_transcript_is_compared_message_for_message(minimal, tm
     assert same_transcript(copy, minimal[0])
     session.write_text(session.read_text().replace("2029", "2030"))
     assert not same_transcript(copy, minimal[0])
+
+
+def test_after_the_backstop_wrote_an_answer_a_later_turn_s_answer_is_not_asked_again(minimal, tmp_path: Path) -> None:
+    """The backstop writes turn 1's answer to ANSWER.md, so turn 2's uncited answer is no answer of the run:
+    the loop does not ask for its sources, and the replay must not say it would."""
+    _, source, cache = minimal
+    read = SCRIPT[1]
+    script = [read, Said("It ends on 31 March 2029 [s1]."), read, Said("It ends in 2029.")]
+    baseline = run(tmp_path / "minimal", source, cache, "", script)
+    assert replay(baseline, ("ask_sources",))["ask_sources"] is None
+    alone = run(tmp_path / "alone", source, cache, "ask_sources", script)
+    assert first_firing(alone, "ask_sources") is None and same_transcript(alone, baseline)

@@ -107,6 +107,7 @@ class _Replayer:
                 return "turn_cut", message
         elif isinstance(event, TurnEnd) and not self.answered:  # the backstop's turn
             answer = assist.answer(view, self.final)
+            self.answered = bool((answer if answer is not None else self.final).strip())  # what it wrote
             if answer is not None:
                 return "answer", answer
         return None
