@@ -162,7 +162,9 @@ def test_every_injected_attack_fails_safely_and_the_app_goes_on(tmp_path: Path, 
         page = Client(url, verbose=False).predict("visitor-a", api_name="/jobs")
     assert "done" in final[0] and "done" in after[0]
     assert page[0]["data"], "the jobs table still answers"
-    job_dir = next(p for p in (home / "jobs").iterdir() if "board" in (p / "query.txt").read_text())
+    # The jobs folder also holds the app's own files (.visitor-key), in no set order.
+    job_dir = next(p for p in (home / "jobs").iterdir()
+                   if (p / "query.txt").is_file() and "board" in (p / "query.txt").read_text())
     ends = [e for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == "tool_end"]
     results = [line["message"]["content"] for line in read_jsonl(job_dir / "session.jsonl")
                if line.get("type") == "message" and line["message"].get("role") == "tool"]
