@@ -45,8 +45,8 @@ from searchbox.tools.registry import CATALOG_PATH
 
 # How long a tool call may wait for the end of the response that made it before it runs anyway. Pi writes
 # that message_end to stdout before it calls the tool over the socket, so the wait is only how late the
-# reader thread is; 1 s was overrun on a loaded CI machine and the records' order then differed.
-_ORDER_WAIT_S = 30.0
+# reader thread is.
+_ORDER_WAIT_S = 5.0
 # How long Pi may take to end its turn after an abort, and to start.
 _ABORT_WAIT_S = 15.0
 _START_WAIT_S = 90.0
@@ -80,9 +80,11 @@ class PiLoop:
         self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.pi: PiProcess | None = None
         self.pi_session: Path | None = None
-        self._handled: set[str] = set()  # tool calls searchbox ran
-        # Tool calls of the responses recorded so far: Pi may start a tool while its response still streams,
-        # and a call waits for its response's step_end, so that the records keep the native loop's order.
+        self._handled: set[str] = set()  # tool calls searchbox ran whose tool_execution_end has not come yet
+        # Tool calls of the responses recorded so far that have not run yet: Pi may start a tool while its
+        # response still streams, and a call waits for its response's step_end, so that the records keep
+        # the native loop's order. Ids leave both sets once used: an endpoint may give every response's
+        # first call the same id ("call_0"), and a later response's call must not pass as already announced.
         self._announced: set[str] = set()
         self._waiting: dict[str, tuple[Request, Reply, float]] = {}
         self._step_started = time.monotonic()
@@ -309,8 +311,9 @@ class PiLoop:
         shown like any other, with Pi's answer."""
         call_id = str(event.get("toolCallId"))
         if call_id in self._handled:
+            self._handled.discard(call_id)
             return
-        self._handled.add(call_id)
+        self._announced.discard(call_id)
         self.tool_calls += 1
         name, arguments = str(event.get("toolName")), event.get("args") or {}
         text = _text_of((event.get("result") or {}).get("content"))
@@ -352,6 +355,7 @@ class PiLoop:
         arguments = raw if isinstance(raw, dict) else None
         raw_arguments = json.dumps(raw, ensure_ascii=False)
         self._handled.add(call_id)
+        self._announced.discard(call_id)
         self.tool_calls += 1
         self.bus.emit(ToolStart(call_id=call_id, name=name, arguments=arguments or {}, raw_arguments=raw_arguments))
         started = time.monotonic()
