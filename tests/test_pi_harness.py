@@ -30,7 +30,9 @@ from searchbox.agent.run import connect_and_run, run_job
 from searchbox.evaluation.matrix import load_matrix
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.parsing import parse_assistant_text
 from searchbox.llm.serve import ModelServer
+from searchbox.llm.types import ChatModel, ChatResponse, StreamEvent, Usage
 from searchbox.records.events import Event, Notice, ToolStart, read_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
@@ -102,7 +104,9 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
             client.close()
             shapes[harness], requests[harness] = _shape(job), endpoint.requests
     native, pi = shapes["native"], shapes["pi"]
-    assert pi == native
+    for key in native:  # one by one, so that a failure shows the whole of what differs
+        assert pi[key] == native[key], key
+    assert pi.keys() == native.keys()
     assert native["tool_counts"] == {"search_dataroom": 1, "read": 1}
 
     meta = read_json(tmp_path / "pi" / "run_meta.json", {})
@@ -384,3 +388,43 @@ def test_the_pinned_pi_is_locked() -> None:
     lock = json.loads((ROOT / "pi" / "package-lock.json").read_text(encoding="utf-8"))
     assert lock["packages"][f"node_modules/{install.PACKAGE}"]["version"] == install.pinned_version()
     assert os.path.exists(ROOT / "pi" / "extensions" / "searchbox-tools.ts")
+
+
+class _WritesACall(ChatModel):
+    """Streams a reply that writes its call in a fenced block, in small pieces, as Qwen2.5-Coder does; the
+    response is the runtime's own lenient parse of the whole text."""
+    model_id = "writes-a-call"
+    RAW = ('Here are the passages:\n\n```json\n[{"name": "grep", "arguments": {"pattern": "lease"}}]\n```\n'
+           "Grep finds it.")
+
+    def stream(self, messages, tools, *, max_tokens, temperature=0.6, tool_choice="auto", seed=None):
+        for i in range(0, len(self.RAW), 7):
+            yield StreamEvent("text", text=self.RAW[i:i + 7])
+        parsed = parse_assistant_text(self.RAW, tools, mode="lenient")
+        yield StreamEvent("done", response=ChatResponse(parsed.text, "", parsed.tool_calls, Usage(input=9, output=9),
+                                                        "stop"))
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_call_the_model_wrote_as_text_reaches_the_harness_as_a_call_never_as_answer_text() -> None:
+    """Pi keeps the streamed text as the assistant message (the answer, when the turn ends there): the call's
+    markup must never be in it. Prose streams live; from a line that may begin a call on, the parsed text."""
+    tools = [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}]
+    with ModelServer(_WritesACall(), max_tokens=64) as server:
+        client = OpenAIClient(server.base_url, "fake", max_attempts=1)
+        events = list(client.stream([{"role": "user", "content": "When?"}], tools, max_tokens=64))
+        client.close()
+    texts = [e.text for e in events if e.kind == "text"]
+    done = events[-1].response
+    assert "".join(texts).strip() == done.text and "```" not in done.text and "arguments" not in done.text
+    assert done.text.startswith("Here are the passages:") and done.text.endswith("Grep finds it.")
+    assert texts[0].startswith("Here a")  # the prose line went out before the reply ended
+    assert [(c.name, c.arguments) for c in done.tool_calls] == [("grep", {"pattern": "lease"})]
+    # With no tool on offer nothing is held back: the text is the model's, as it came.
+    with ModelServer(_WritesACall(), max_tokens=64) as server:
+        client = OpenAIClient(server.base_url, "fake", max_attempts=1)
+        events = list(client.stream([{"role": "user", "content": "When?"}], None, max_tokens=64))
+        client.close()
+    assert "".join(e.text for e in events if e.kind == "text") == _WritesACall.RAW

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from searchbox.llm.call_objects import offered_names
 from searchbox.llm.types import ChatModel, ChatResponse, Message
 
 
@@ -52,14 +53,17 @@ class ModelServer:
                     "model": self.model.model_id, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
                     **extra}
 
+        text = HeldText(offered_names(body.get("tools")))
         with self._lock:
             for event in self._stream(body):
-                if event.kind == "text" and event.text:
-                    yield chunk({"content": event.text})
+                if event.kind == "text" and event.text and (shown := text.feed(event.text)):
+                    yield chunk({"content": shown})
                 elif event.kind == "reasoning" and event.text:
                     yield chunk({"reasoning_content": event.text})
                 elif event.kind == "done" and event.response is not None:
                     response = event.response
+                    if rest := text.rest(response.text):
+                        yield chunk({"content": rest})
                     if response.tool_calls:
                         yield chunk({"tool_calls": _tool_call_parts(response)})
                     yield chunk({}, _finish_reason(response), usage=_usage(response), timings=response.timings)
@@ -83,6 +87,59 @@ class ModelServer:
                                  max_tokens=min(int(asked), self.max_tokens),
                                  temperature=float(body.get("temperature", 0.6)),
                                  tool_choice=body.get("tool_choice") or "auto", seed=body.get("seed", self.seed))
+
+
+class HeldText:
+    """The reply's text as the harness is sent it while it streams: lines go out as they come until one
+    could start a call the model wrote as text (a fence, inline code, a JSON object or list, an offered
+    tool's name); from there it is held until the whole reply is parsed, and what goes out then is the
+    parsed text (the calls taken out), so a harness never shows or keeps a call's markup as answer text."""
+
+    def __init__(self, offered: set[str]) -> None:
+        self._starts = ("`", "{", "[", *(name.lower() for name in offered)) if offered else ()
+        self._sent = ""
+        self._line = ""  # the start of a line that could still begin a call: not sent yet
+        self._prose = False  # the current line began as prose: the rest of it goes out as it comes
+        self._held: str | None = None  # all the text from the first line that could begin a call
+
+    def feed(self, delta: str) -> str:
+        if not self._starts:
+            self._sent += delta
+            return delta
+        out = []
+        for piece in delta.splitlines(keepends=True):
+            if self._held is not None:
+                self._held += piece
+                continue
+            if self._prose:
+                out.append(piece)
+                self._prose = not piece.endswith("\n")
+                continue
+            self._line += piece
+            start = self._line.lstrip().lower()
+            if not start:  # indentation or a blank line: nothing decided yet
+                if self._line.endswith("\n"):
+                    out.append(self._line)
+                    self._line = ""
+            elif any(start.startswith(s) for s in self._starts):
+                self._held, self._line = self._line, ""
+            elif self._line.endswith("\n") or not any(s.startswith(start) for s in self._starts):
+                out.append(self._line)
+                self._prose = not self._line.endswith("\n")
+                self._line = ""
+        shown = "".join(out)
+        self._sent += shown
+        return shown
+
+    def rest(self, parsed: str) -> str:
+        """What is left to send once the reply is parsed (and stripped): the parsed text past what went
+        out, or, where the parsed text does not go on from it, the text held back as it came."""
+        sent = self._sent.strip()
+        if not parsed.startswith(sent):
+            return (self._held or "") + self._line
+        rest = parsed[len(sent):]
+        trailing = self._sent[len(self._sent.rstrip()):]  # whitespace that went out already
+        return rest[len(trailing):] if rest.startswith(trailing) else rest.lstrip()
 
 
 def _plain(message: Message) -> Message:
