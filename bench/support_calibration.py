@@ -28,11 +28,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
-from searchbox.citations.check import CitationCheck, check_answer  # noqa: E402
+from searchbox.citations.check import CHECKER_VERSION, CitationCheck, check_answer  # noqa: E402
 from searchbox.citations.judge import SupportJudge  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.workspace import Workspace  # noqa: E402
+
+NOW = f"checker {CHECKER_VERSION}"
+WITH_JUDGE = f"{NOW} + judge"
 
 PAIRS = Path(__file__).resolve().parent / "data" / "support_pairs.jsonl"
 
@@ -141,10 +144,10 @@ def main() -> None:
     pairs = load_pairs()
     with tempfile.TemporaryDirectory() as scratch:
         support = None if args.no_score else support_scorer(Path(scratch))
-        results = {name: checked(pairs, support, read) for name, read in (("checker 4 (claims)", True),
+        results = {name: checked(pairs, support, read) for name, read in ((f"{NOW} (claims)", True),
                                                                            ("checker 3 (words)", False))}
         if args.judge:
-            results["checker 4 + judge"] = with_judge(pairs, support, args)
+            results[WITH_JUDGE] = with_judge(pairs, support, args)
     for room in ("all", "builtin", "pydocs"):
         chosen = [i for i, p in enumerate(pairs) if room == "all" or p["dataroom"] == room]
         print(f"\n{room}: {len(chosen)} pairs, {sum(pairs[i]['label'] == 'supported' for i in chosen)} labelled supported")
@@ -157,7 +160,7 @@ def main() -> None:
             print(f"  {name}: supported precision {precision}, recall {recall}; near misses called supported "
                   f"{s['near_misses_supported']}/{s['near_misses']} ({kinds}); contradicted found "
                   f"{s['contradicted_found']}/{s['contradicted']}; verdicts {dict(s['verdicts'])}")
-            if name == "checker 4 + judge":
+            if name == WITH_JUDGE:
                 print(judge_figures([pairs[i] for i in chosen], [checks[i] for i in chosen]))
     if args.list:
         for i, pair in enumerate(pairs):

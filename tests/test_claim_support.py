@@ -76,6 +76,20 @@ def test_a_denial_must_deny_what_the_claim_says() -> None:
     assert verdict("On Python 3.9, pytz only adds backwards compatibility.", pytz)[0] != "contradicted"
 
 
+def test_a_source_that_holds_only_the_years_a_sentence_is_about_does_not_support_it() -> None:
+    """A README run cited the cash-flow sheet, which holds FY2022 to FY2025 and no auditor, for who audited
+    those years; checker 4 called it supported ("found: FY2022, FY2025, FY2023")."""
+    cash_flow = ("USD thousands | FY2022 | FY2023 | FY2024 | FY2025\nNet income (loss) | -3975 | -1925 | -870 | 670\n"
+                 "Net cash from operating activities | -3380 | -2640 | -1980 | 1240")
+    sentence = ("Pellworth & Strand LLP audited the financial statements for FY2022 to FY2025, and Halloway Brandt LLP "
+                "audited FY2022 and FY2023.")
+    got, why = verdict(sentence, cash_flow)
+    assert got == "unsupported" and "not in this source: Pellworth & Strand LLP, Halloway Brandt LLP" in why
+    # Where the source says what the sentence says of those years, the years do not stand in the way.
+    assert verdict("Net income was -870 in FY2024.", cash_flow)[0] == "supported"
+    assert verdict("FY2022 was audited by Halloway Brandt LLP.", READ_ME)[0] == "supported"
+
+
 def test_no_pair_a_reader_labelled_supported_is_called_contradicted() -> None:
     """The calibration pairs (bench/data/support_pairs.jsonl, labelled by reading): the rule may miss near
     misses, but it must not call a passage's own statement contradicted."""

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from searchbox.citations.claims import read_claim
+from searchbox.citations.claims import is_period, read_claim
 from searchbox.citations.judge import SupportJudge
 from searchbox.citations.markers import citing_sentences
 from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
@@ -44,7 +44,8 @@ VERDICTS = ("supported", "contradicted", "unsupported", "unchecked")
 # 3: text the answer only echoed from the harness's messages is not checked (records/echoes.py).
 # 4: the claim is held to the source's statements (citations/claims.py): a figure tied there to another year,
 #    figures standing apart, or a clause that denies or defers the claim; `contradicted` is new.
-CHECKER_VERSION = 4
+# 5: a source that holds only the years or periods a sentence names, none of what it says of them, is unsupported.
+CHECKER_VERSION = 5
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).
 SUPPORT_SCORE = 0.45
@@ -249,6 +250,11 @@ def _verdict(facts: list[Fact], missing: list[Fact], check: CitationCheck, other
             return "unchecked", "none of the sentence's facts are in this source, and no score to judge by"
         return "unsupported", f"none of the sentence's facts are in this source ({similarity})"
     found = f"found: {', '.join(check.matched)}"
+    # Years and periods say what a claim is about; a source that holds only those (a balance sheet cited for
+    # who audited FY2022 to FY2025) does not state the names or figures it says of them.
+    said = [f.text for f in facts if f.is_specific and not is_period(f.text)]
+    if said and all(is_period(m) for m in check.matched):
+        return "unsupported", f"{found}, only the years or periods it is about; not in this source: {', '.join(said)}"
     # A source cited beside others that holds only what they hold, and none of the sentence's figures
     # (the company's name, say, where the others hold the amount), does not carry the claim.
     figures = [f.text for f in facts if f.is_figure]

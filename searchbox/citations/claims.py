@@ -89,6 +89,12 @@ class Reading:
 FactIn = Callable[[str], bool]  # is this fact in this text
 
 
+def is_period(text: str) -> bool:
+    """Whether the text is nothing but a year or period ("FY2025", "Q3 2024", "2023"): what a claim is
+    about, not what it says of it."""
+    return _QUALIFIER.fullmatch(text.strip()) is not None
+
+
 def qualifiers(text: str) -> tuple[Qualifier, ...]:
     """The years and periods the text names, in order, leaving out the years inside its dates."""
     masked = DATE_IN_TEXT.sub(lambda m: " " * len(m[0]), text)
