@@ -141,6 +141,10 @@ def test_a_sentence_yields_its_dates_amounts_percentages_numbers_and_names() -> 
     assert [(f.text, f.kind) for f in facts] == [
         ("March 31, 2025", "date"), ("$48.2 million", "amount"), ("17%", "percent"), ("2022", "number"),
         ("2024", "number"), ("FY2025", "name"), ("Quillmoor Hydrometrics", "name"), ("Board", "name")]
+    # A period is a fact of its own: a README answer's "Pellworth & Strand LLP for FY2025" was one name,
+    # which no source holds.
+    facts = sentence_facts("The auditors were Pellworth & Strand LLP for FY2025 and Halloway Brandt LLP for Q3 2022.")
+    assert [f.text for f in facts] == ["FY2025", "Q3 2022", "Pellworth & Strand LLP", "Halloway Brandt LLP"]
 
 
 def test_citations_are_parsed_per_sentence_with_their_quotes() -> None:

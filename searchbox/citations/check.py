@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from searchbox.citations.claims import is_period, read_claim
+from searchbox.citations.claims import is_period, period_spans, read_claim
 from searchbox.citations.judge import SupportJudge
 from searchbox.citations.markers import citing_sentences
 from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
@@ -45,7 +45,8 @@ VERDICTS = ("supported", "contradicted", "unsupported", "unchecked")
 # 4: the claim is held to the source's statements (citations/claims.py): a figure tied there to another year,
 #    figures standing apart, or a clause that denies or defers the claim; `contradicted` is new.
 # 5: a source that holds only the years or periods a sentence names, none of what it says of them, is unsupported.
-CHECKER_VERSION = 5
+# 6: a period ("FY2025", "Q3 2023") is a fact of its own, never part of a name or a figure.
+CHECKER_VERSION = 6
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).
 SUPPORT_SCORE = 0.45
@@ -117,12 +118,19 @@ def sentence_facts(sentence: str) -> list[Fact]:
     (or with decimals or a scale), and names (runs of capitalised words, not the word opening it)."""
     facts: list[Fact] = []
     rest = sentence
+    # A period is a fact of its own, never part of a figure or a name: "Pellworth & Strand LLP for FY2025"
+    # is two facts, "Q3 2023" one.
+    periods = []
+    for start, end in period_spans(rest):
+        periods.append(Fact(rest[start:end], "name"))
+        rest = rest[:start] + " " * (end - start) + rest[end:]
     for kind, pattern in (("date", DATE_IN_TEXT), ("amount", _AMOUNT), ("percent", _PERCENT), ("number", _NUMBER)):
         for match in pattern.finditer(rest):
             text = match[0].strip()
             if kind != "number" or re.search(r"\d\d|[.]\d|[a-z]", text):
                 facts.append(Fact(text, kind))
         rest = pattern.sub(lambda m: " " * len(m[0]), rest)
+    facts += periods
     for match in _NAME.finditer(rest):
         words = match[0].split()
         while words and words[0].lower().strip("'’") in _NOT_NAMES:

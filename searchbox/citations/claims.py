@@ -89,6 +89,11 @@ class Reading:
 FactIn = Callable[[str], bool]  # is this fact in this text
 
 
+def period_spans(text: str) -> list[tuple[int, int]]:
+    """Where the text names a period with its prefix ("FY2025", "Q3 2024"; bare years are numbers)."""
+    return [m.span() for m in _QUALIFIER.finditer(text) if m[1]]
+
+
 def is_period(text: str) -> bool:
     """Whether the text is nothing but a year or period ("FY2025", "Q3 2024", "2023"): what a claim is
     about, not what it says of it."""
