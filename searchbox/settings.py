@@ -147,7 +147,8 @@ class Settings:
     )
     harness_assists: str = knob(
         "", "the assists of the agent loop that are on, a comma list of " + ", ".join(ASSIST_NAMES) + " (empty: the "
-        "minimal loop); unless set, the built-in runtime's model preset fits it (all of them for the packaged models)"
+        "minimal loop); unless set, the built-in runtime's model preset fits it (for the packaged models, those an "
+        "ablation showed to help; the run records which and why, preset_assists)"
     )
     force_tool_steps: int = knob(
         1, "with the force_tool_steps or forced_tool assist: how many first steps of a turn must call a tool "
