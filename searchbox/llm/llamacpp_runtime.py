@@ -89,12 +89,12 @@ class KeptPrefix:
 
 class LlamaCppModel(ChatModel):
     def __init__(self, gguf_path: str | Path, n_ctx: int, *, n_threads: int | None = None,
-                 prefix_store: PrefixStore | None = None) -> None:
+                 prefix_store: PrefixStore | None = None, prompt_lookup: int = 0) -> None:
         self.path = Path(gguf_path)
         self.model_id = self.path.name
         self.context_window = n_ctx
         self._lock = threading.Lock()
-        self._llama, self.runtime = _construct(self.path, n_ctx, n_threads)
+        self._llama, self.runtime = _construct(self.path, n_ctx, n_threads, prompt_lookup)
         self._prefixes: dict[str, tuple[int, ...]] = {}  # configuration (system messages, tools) -> its shared prefix
         # A model with no template of its own has no tool-call format either: JSON actions instead.
         self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
@@ -455,8 +455,10 @@ def _metered_llama_class() -> type:
     return MeteredLlama
 
 
-def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict[str, Any]]:
-    """Load with the fastest settings this build accepts: q8_0 KV + flash attention, then less."""
+def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int = 0) -> tuple[Any, dict[str, Any]]:
+    """Load with the fastest settings this build accepts: q8_0 KV + flash attention, then less.
+    `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams (llama-cpp-python's prompt-lookup
+    decoding; it keeps every position's logits): only bench/prompt_lookup.py sets it, to measure it."""
     import llama_cpp
 
     if not path.is_file():
@@ -474,6 +476,11 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
         "n_threads_batch": n_threads,
         "verbose": False,
     }
+    if prompt_lookup:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        base["draft_model"] = LlamaPromptLookupDecoding(num_pred_tokens=prompt_lookup)
+        base["logits_all"] = True  # llama-cpp-python sizes its logits array by this flag, not by the draft model
     q8 = llama_cpp.GGML_TYPE_Q8_0
     attempts = [
         ({"flash_attn": True, "type_k": q8, "type_v": q8}, "q8_0"),
@@ -497,6 +504,7 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None) -> tuple[Any, dict
             "n_threads_batch": llama.context_params.n_threads_batch,
             "fallbacks": errors,
             "kv_reuse": _aligned_reuse(llama),
+            "prompt_lookup": prompt_lookup,
         }
         return llama, runtime
     raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
