@@ -74,6 +74,11 @@ def test_a_denial_must_deny_what_the_claim_says() -> None:
     # An exception ends a negation's reach.
     pytz = "pytz offers no advantages beyond backwards compatibility with code written for earlier versions of Python."
     assert verdict("On Python 3.9, pytz only adds backwards compatibility.", pytz)[0] != "contradicted"
+    # "No. 1" is a number, not a denial (checker 6 called a stored run's citation of it contradicted).
+    amendment = ("Quintanilla-Moss summarised Amendment No. 1 to the Master Subscription and Hardware Agreement "
+                 "with the City of Harwick Falls. The Initial Term of the Agreement ends on 31 March 2025.")
+    assert verdict("The initial term of the Master Subscription and Hardware Agreement with the City of Harwick "
+                   "Falls ends on 31 March 2025.", amendment)[0] == "supported"
 
 
 def test_a_source_that_holds_only_the_years_a_sentence_is_about_does_not_support_it() -> None:

@@ -45,7 +45,7 @@ VERDICTS = ("supported", "contradicted", "unsupported", "unchecked")
 # 4: the claim is held to the source's statements (citations/claims.py): a figure tied there to another year,
 #    figures standing apart, or a clause that denies or defers the claim; `contradicted` is new.
 # 5: a source that holds only the years or periods a sentence names, none of what it says of them, is unsupported.
-# 6: a period ("FY2025", "Q3 2023") is a fact of its own, never part of a name or a figure.
+# 6: a period ("FY2025", "Q3 2023") is a fact of its own, never part of a name or a figure; "No. 1" denies nothing.
 CHECKER_VERSION = 6
 # all-MiniLM cosine between a sentence and the built-in dataroom's passages: 0.46-0.60 where the passage
 # states it, 0.15-0.38 where it is on another matter (bench/citation_checks.py prints them).

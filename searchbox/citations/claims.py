@@ -43,6 +43,7 @@ _CLAUSE_BREAK = re.compile(r";\s*|:\s+|,\s+(?!\d{3}\b)|\s[–—-]\s|\s*\|\s*")
 _CLAIM_BREAK = re.compile(r";\s*|,\s+(?!\d{3}\b)|\s(?:and|with|while|whereas|but|plus)\s")
 _UNIT_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"“])")
 _TOKEN = re.compile(r"[a-z][a-z'’-]*")
+_NUMBER_SIGN = re.compile(r"\b[Nn]os?\.\s*(?=\d)")  # "No. 1", "Nos. 3": the abbreviation of "number"
 _NEGATIONS = frozenset("""not no never none without nor cannot isnt wasnt werent arent hasnt havent hadnt doesnt dont
 didnt cant wont couldnt shouldnt wouldnt""".split())
 _EXCEPTIONS = frozenset("beyond except but besides other than".split())  # "no advantages beyond backwards compatibility"
@@ -238,6 +239,7 @@ def _shares(ours: tuple[Qualifier, ...], theirs: tuple[Qualifier, ...]) -> bool:
 
 
 def _tokens(text: str) -> list[str]:
+    text = _NUMBER_SIGN.sub(" number ", text)  # "Amendment No. 1" denies nothing
     return [t.replace("'", "").replace("’", "") for t in _TOKEN.findall(text.lower())]
 
 
