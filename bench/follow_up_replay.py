@@ -13,7 +13,6 @@ the last reply kept and the ids it cites ("[s1], [s2]"). Prints every reply with
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
