@@ -13,6 +13,7 @@ the last reply kept and the ids it cites ("[s1], [s2]"). Prints every reply with
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -20,14 +21,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.agent.prompts import run_system_prompt  # noqa: E402
-from searchbox.agent.toolbox import RunToolbox  # noqa: E402
 from searchbox.citations.markers import cited_ids  # noqa: E402
-from searchbox.evaluation.assist_replay import run_settings  # noqa: E402
+from searchbox.evaluation.transcript import run_transcript  # noqa: E402
 from searchbox.llm.connect import connect  # noqa: E402
-from searchbox.records.files import read_json, read_jsonl  # noqa: E402
 from searchbox.records.job_folder import JobFolder  # noqa: E402
-from searchbox.workspace import Workspace  # noqa: E402
+
+
+def candidates(path: Path) -> list[str | list[str]]:
+    """The candidates file: a list of messages and lists of messages; SystemExit saying what is wrong."""
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot read the candidates {path}: {exc}") from None
+    if not isinstance(items, list) or not all(
+            isinstance(i, str) or isinstance(i, list) and i and all(isinstance(m, str) for m in i) for i in items):
+        raise SystemExit(f"{path} must hold a list whose items are messages or lists of messages")
+    return items
 
 
 def main() -> None:
@@ -37,24 +46,28 @@ def main() -> None:
     parser.add_argument("--candidates", type=Path, default=ROOT / "bench" / "data" / "review_follow_ups.json")
     args = parser.parse_args()
 
-    folder = JobFolder(args.job)
-    settings = run_settings(folder.read_config(), "")
-    toolbox = RunToolbox(Workspace.open(args.job, settings), settings)
-    kept = [row["message"] for row in read_jsonl(folder.session)][:args.upto]
-    question = folder.question()
+    try:
+        run = run_transcript(args.job)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    tried = candidates(args.candidates)
+    if not 0 < args.upto < len(run.messages):
+        raise SystemExit(f"--upto must be 1 to {len(run.messages) - 1}: the session holds {len(run.messages) - 1} messages")
+    settings, kept = run.settings, run.messages[:args.upto + 1]  # the system prompt and the first N
+    question = JobFolder(args.job).question()
     answer = next((m.get("content") or "" for m in reversed(kept) if m.get("role") == "assistant"), "")
     model = connect(settings)
     print(f"{args.job}: {args.upto} messages kept; model {model.model_id}, seed {settings.llm_seed}")
     print(f"the kept answer: {answer}\n")
-    for item in read_json(args.candidates, []):
-        messages = [{"role": "system", "content": run_system_prompt(settings, toolbox.schemas())}, *kept]
+    for item in tried:
+        messages = list(kept)
         last = answer
         for follow_up in [item] if isinstance(item, str) else item:
             cited = ", ".join(f"[{source_id}]" for source_id in cited_ids(last))
             text = follow_up.replace("{question}", question).replace("{answer}", last).replace("{cited}", cited)
             messages.append({"role": "user", "content": text})
             started = time.monotonic()
-            reply = model.complete(messages, toolbox.schemas(), max_tokens=settings.max_output_tokens,
+            reply = model.complete(messages, run.tools, max_tokens=settings.max_output_tokens,
                                    seed=settings.llm_seed)
             messages.append(reply.as_message())
             last = reply.text

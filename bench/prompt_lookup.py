@@ -4,9 +4,9 @@ that quote their sources faster on this machine, and is the answer the same?
 Each answering step of the given jobs (an assistant reply with text and no tool call) is asked again of
 the packaged 1.5B loaded twice with the same context size: plain, and with llama-cpp-python's
 LlamaPromptLookupDecoding(num_pred_tokens=--draft). Same messages, tools, seed and output cap as the run
-(its recorded knobs; --seed where it set none). Per step: whether the two replies are the same text, output tokens, prefill and
-decode seconds of each, and the ratio of the step's seconds. Prompt lookup needs every position's logits
-kept (n_ctx x vocabulary floats), which the memory line prints.
+(its recorded knobs; --seed where it set none). Per step: whether the two replies are the same text,
+output tokens, prefill and decode seconds of each, and the ratio of the step's seconds. Prompt lookup
+needs every position's logits kept (n_ctx x vocabulary floats), which the memory line prints.
 
     python bench/prompt_lookup.py JOB [JOB ...] [--draft 10] [--n-ctx 8192]
 """
@@ -21,26 +21,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.agent.prompts import run_system_prompt  # noqa: E402
-from searchbox.agent.toolbox import RunToolbox  # noqa: E402
-from searchbox.evaluation.assist_replay import run_settings  # noqa: E402
+from searchbox.evaluation.transcript import run_transcript  # noqa: E402
 from searchbox.llm.gguf import resolve_gguf  # noqa: E402
 from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
 from searchbox.llm.types import ChatResponse  # noqa: E402
-from searchbox.records.files import read_jsonl  # noqa: E402
-from searchbox.records.job_folder import JobFolder  # noqa: E402
-from searchbox.workspace import Workspace  # noqa: E402
+from searchbox.settings import Settings  # noqa: E402
 
 MODEL = "packaged:qwen2.5-coder-1.5b"
 
 
-def answering_steps(job: Path) -> list[tuple[list[dict], list[dict], object]]:
+def answering_steps(job: Path) -> list[tuple[list[dict], list[dict], Settings]]:
     """(messages before the step, tools, settings) of each reply with text and no tool call."""
-    settings = run_settings(JobFolder(job).read_config(), "")
-    toolbox = RunToolbox(Workspace.open(job, settings), settings)
-    system = {"role": "system", "content": run_system_prompt(settings, toolbox.schemas())}
-    rows = [row["message"] for row in read_jsonl(JobFolder(job).session) if row.get("type") == "message"]
-    return [([system, *rows[:i]], toolbox.schemas(), settings) for i, m in enumerate(rows)
+    run = run_transcript(job)
+    return [(run.messages[:i], run.tools, run.settings) for i, m in enumerate(run.messages)
             if m.get("role") == "assistant" and (m.get("content") or "").strip() and not m.get("tool_calls")]
 
 
@@ -57,7 +50,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="the seed where the run set none (LLM_SEED unset)")
     args = parser.parse_args()
 
-    steps = [step for job in args.jobs for step in answering_steps(job)]
+    try:
+        steps = [step for job in args.jobs for step in answering_steps(job)]
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    if not steps:
+        raise SystemExit("no answering step (a reply with text and no tool call) in these jobs")
     path = resolve_gguf(MODEL, models_dir=steps[0][2].models_dir)
     plain = LlamaCppModel(path, args.n_ctx)
     drafted = LlamaCppModel(path, args.n_ctx, prompt_lookup=args.draft)

@@ -14,8 +14,10 @@ from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
 from searchbox.agent.run import run_job
 from searchbox.evaluation.assist_replay import replay, same_transcript
+from searchbox.evaluation.transcript import run_transcript
 from searchbox.jobs.job import create_job
 from searchbox.records.events import AssistFired, load_events
+from searchbox.records.files import read_jsonl
 from searchbox.settings import ASSIST_NAMES, Settings
 
 QUESTION = "When does the office lease end?"
@@ -90,3 +92,15 @@ def test_after_the_backstop_wrote_an_answer_a_later_turn_s_answer_is_not_asked_a
     assert replay(baseline, ("ask_sources",))["ask_sources"] is None
     alone = run(tmp_path / "alone", source, cache, "ask_sources", script)
     assert first_firing(alone, "ask_sources") is None and same_transcript(alone, baseline)
+
+
+def test_a_finished_run_is_read_back_as_its_model_saw_it(minimal, tmp_path: Path) -> None:
+    """The benches that ask a run's model again start from this (bench/follow_up_replay.py, prompt_lookup.py)."""
+    baseline, _, _ = minimal
+    run = run_transcript(baseline)
+    assert run.messages[0]["role"] == "system" and "keyword_search" in {t["function"]["name"] for t in run.tools}
+    assert len(run.messages) == 1 + len(read_jsonl(baseline / "session.jsonl"))
+    assert [m["role"] for m in run.messages[1:3]] == ["user", "assistant"]
+    assert run.messages[1]["content"] == QUESTION and run.settings.turn_budget == KNOBS["turn_budget"]
+    with pytest.raises(ValueError, match="not a job folder"):
+        run_transcript(tmp_path)
