@@ -166,6 +166,7 @@ def test_a_pi_run_in_a_relative_job_folder_as_searchbox_run_makes_it(tmp_path: P
     assert ran == ["search_dataroom", "read"]
 
 
+@needs_pi
 @pytest.mark.slow
 def test_the_built_in_model_is_served_to_pi_on_loopback_for_the_run(tmp_path: Path) -> None:
     model = FakeChatModel([Said(calls=[("ls", {"path": "dataroom"})]), Said(text="Five folders are there.")])
