@@ -22,6 +22,7 @@ from searchbox.llm.connect import connect_for_run
 from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
+from searchbox.llm.speed import CpuSpeed, Speed
 from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
@@ -37,12 +38,12 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 
 
-def machine(monkeypatch: pytest.MonkeyPatch, ram_mb: int) -> None:
-    """This machine, as connect sees it: no GPU, ram_mb of available memory, and a CPU whose speed is unknown
-    (auto then picks by memory; tests/test_auto_pick.py has the speed rule)."""
+def machine(monkeypatch: pytest.MonkeyPatch, ram_mb: int, speed: CpuSpeed | None = None) -> None:
+    """This machine, as connect sees it: no GPU, ram_mb of available memory, and a CPU of this speed, else one
+    whose speed is unknown (auto then picks a packaged model; tests/test_auto_pick.py has the speed rule)."""
     monkeypatch.setattr(connect_module, "free_vram_mb", lambda: 0)
     monkeypatch.setattr(connect_module, "available_ram_mb", lambda: ram_mb)
-    monkeypatch.setattr(connect_module, "cpu_speed", lambda *args, **kwargs: None)
+    monkeypatch.setattr(connect_module, "cpu_speed", lambda *args, **kwargs: speed)
 
 
 def uninstall(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
@@ -120,7 +121,8 @@ def test_small_machines_pick_the_packaged_models(ram_mb: int, name: str) -> None
 def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     offline: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    machine(monkeypatch, ram_mb=4_500)  # auto picks the hub's Qwen3-1.7B, which is not cached
+    # A CPU fast enough that auto picks the hub's Qwen3-1.7B, which is not cached.
+    machine(monkeypatch, ram_mb=4_500, speed=CpuSpeed(Speed(prefill_tps=2_000.0, decode_tps=500.0), 468, 0.0))
     notes: list[str] = []
     connection = connect_for_run(Settings.resolve(env={}), on_note=notes.append)
     assert connection.model.model_id == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

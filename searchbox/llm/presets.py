@@ -177,7 +177,9 @@ def auto_pick(gpu_free_mb: int, ram_mb: int, cpu: Callable[[], CpuSpeed | None],
     """LLM_GGUF=auto's pick. `gpu_free_mb` is the free VRAM llama.cpp can offload to (0 for a build without
     GPU offload): the largest preset it holds whole. Else, on the CPU, the largest that fits the RAM and whose
     typical run this CPU (measured only when it comes to this) finishes within `target_s`; none: the fastest
-    instruct model; speed unknown: the largest that fits the RAM. Nothing fits: the smallest."""
+    instruct model; speed unknown: the largest packaged instruct model that fits (no download, sized for any
+    CPU; the largest that fits the RAM put a 22 GB model on the CPU of a 128 GB GPU machine whose llama.cpp
+    cannot offload). Nothing fits: the smallest."""
     on_gpu = next((p for p in PRESETS if 0 < p.min_vram_mb <= gpu_free_mb), None)
     if on_gpu is not None:
         return AutoPick(on_gpu, f"{gpu_free_mb:,} MB of free VRAM llama.cpp can offload to holds it whole "
@@ -187,7 +189,9 @@ def auto_pick(gpu_free_mb: int, ram_mb: int, cpu: Callable[[], CpuSpeed | None],
         return AutoPick(PRESETS[-1], f"nothing fits {ram_mb:,} MB of RAM: the smallest")
     speed = cpu()
     if speed is None:
-        return AutoPick(fitting[0], f"the largest that fits {ram_mb:,} MB of RAM (this CPU's speed is unknown)", True)
+        safe = next((p for p in fitting if p.packaged and p.answers), fitting[-1])
+        return AutoPick(safe, f"this CPU's speed is unknown: the largest packaged instruct model that fits "
+                              f"{ram_mb:,} MB of RAM, which needs no download and runs on any CPU", True)
     answering = [p for p in fitting if p.answers] or fitting
     seconds = {p.name: speed.typical_run_seconds(p.read_mb, p.typical_output_tokens) for p in answering}
     picked = next((p for p in answering if seconds[p.name] <= target_s), answering[-1])
