@@ -1,9 +1,11 @@
 """The README's question answered from a fresh process and in a warm app, each next to its limit.
 
-A run's limit is what llama.cpp alone needs for the tokens that are really new to it: the prompt tokens
-no cache held (input - cacheRead over the run's steps, from its session.jsonl) at raw prefill speed, plus
-the output tokens at raw decode speed, both measured here, in the same invocation, on the same model with
-the runtime's settings but no harness, chat template or sampler (`LlamaCppModel.measure_speed`). The fresh process is `python -m
+A run's limit is what llama.cpp alone needs for the tokens that are really new to it: each step's prompt
+tokens no cache held (input - cacheRead, from its session.jsonl) evaluated at the depth they sit at (after
+the step's cached tokens), plus its output tokens decoded one at a time, timed here after the runs, in the
+same invocation, on the same model with the runtime's settings but no harness, chat template or sampler
+(`LlamaCppModel.replay_time`). Prefill slows with depth, so the speed of a short cold prompt (printed
+too, as "raw llama.cpp") would make a limit no run can meet. The fresh process is `python -m
 searchbox run` with no flags but the model, after the prompt prefix was kept on disk (by this script, as
 an earlier process would have); the warm app is `python app.py` once it has evaluated its prefix at
 start-up, asked the question twice through its API (a first visitor, then a second).
@@ -28,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
 from searchbox.llm.connect import connect_for_run  # noqa: E402
+from searchbox.llm.speed import StepShape  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from testkit.app_server import free_port, stop_process  # noqa: E402
 
@@ -35,18 +38,26 @@ QUESTION = "Who audited the FY2025 financial statements?"
 KEPT_LINE = "the prompt prefix runs start with"
 
 
+def usages(job_dir: Path) -> list[dict[str, int]]:
+    rows = [json.loads(line) for line in (job_dir / "session.jsonl").read_text().splitlines()]
+    return [row["usage"] for row in rows if row.get("usage")]
+
+
+def step_shapes(job_dir: Path) -> list[StepShape]:
+    return [StepShape(u.get("cacheRead", 0), u["input"], u["output"]) for u in usages(job_dir)]
+
+
 def new_tokens(job_dir: Path) -> dict[str, int]:
     """Prompt tokens no cache held, and output tokens, summed over the run's LLM calls."""
-    rows = [json.loads(line) for line in (job_dir / "session.jsonl").read_text().splitlines()]
-    usages = [row["usage"] for row in rows if row.get("usage")]
-    return {"steps": len(usages), "prompt": sum(u["input"] for u in usages),
-            "cached": sum(u.get("cacheRead", 0) for u in usages),
-            "new_prompt": sum(u["input"] - u.get("cacheRead", 0) for u in usages),
-            "output": sum(u["output"] for u in usages)}
+    usages_ = usages(job_dir)
+    return {"steps": len(usages_), "prompt": sum(u["input"] for u in usages_),
+            "cached": sum(u.get("cacheRead", 0) for u in usages_),
+            "new_prompt": sum(u["input"] - u.get("cacheRead", 0) for u in usages_),
+            "output": sum(u["output"] for u in usages_)}
 
 
-def report(label: str, seconds: float, tokens: dict[str, int], prefill: float, decode: float, job_dir: Path) -> None:
-    limit = tokens["new_prompt"] / prefill + tokens["output"] / decode
+def report(label: str, seconds: float, limit: float, job_dir: Path) -> None:
+    tokens = new_tokens(job_dir)
     meta = json.loads((job_dir / "run_meta.json").read_text())
     timing = json.loads((job_dir / "timing.json").read_text())
     # Where the seconds went: the run itself (its LLM calls and tools) and what came before it.
@@ -118,19 +129,29 @@ def main() -> None:
         if kept is not None:
             print(f"prompt prefix: {kept.tokens} tokens {kept.how} in {kept.seconds:.1f} s", flush=True)
         model = connect_for_run(settings).model
-        # The size of prompt a run's steps send; as many tokens decoded as a step writes.
+        # A short cold prompt's speed, for reference: the limits below are timed at each step's depth.
         raw = model.measure_speed(prompt_tokens=1500, decoded=64)
-        prefill, decode = raw.prefill_tps, raw.decode_tps
-        print(f"raw llama.cpp: prefill {prefill:.1f} tok/s, decode {decode:.1f} tok/s", flush=True)
+        print(f"raw llama.cpp, a cold 1,500-token prompt: prefill {raw.prefill_tps:.1f} tok/s, decode "
+              f"{raw.decode_tps:.1f} tok/s", flush=True)
         model.close()  # the fresh process and the app load their own
+        fresh = Path(home) / "fresh"
+        runs = [("fresh process (python -m searchbox run)", fresh_process(env, fresh), fresh)]
+        if not args.skip_app:
+            runs += [(f"warm app, ask {ask}", seconds, job_dir)
+                     for ask, (seconds, job_dir) in enumerate(warm_app(env, jobs, args.model, asks=2), start=1)]
+        model = connect_for_run(settings).model
+        limits = []
+        for _label, _seconds, job_dir in runs:
+            timed = model.replay_time(step_shapes(job_dir))
+            limits.append(timed.seconds)
+            print(f"{job_dir.name}: llama.cpp alone {timed.prefill_s:.1f} s for {timed.new_prompt:,} new prompt "
+                  f"tokens at their depth ({timed.new_prompt / max(timed.prefill_s, 1e-9):.1f} tok/s), "
+                  f"{timed.decode_s:.1f} s for {timed.output:,} output tokens", flush=True)
+        model.close()
         print("run | seconds | limit s | ratio | the run's own s (LLM / tools) | steps | prompt tokens | "
               "new prompt tokens | output tokens | stop")
-        fresh = Path(home) / "fresh"
-        report("fresh process (python -m searchbox run)", fresh_process(env, fresh), new_tokens(fresh), prefill,
-               decode, fresh)
-        if not args.skip_app:
-            for ask, (seconds, job_dir) in enumerate(warm_app(env, jobs, args.model, asks=2), start=1):
-                report(f"warm app, ask {ask}", seconds, new_tokens(job_dir), prefill, decode, job_dir)
+        for (label, seconds, job_dir), limit in zip(runs, limits):
+            report(label, seconds, limit, job_dir)
         print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

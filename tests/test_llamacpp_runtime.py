@@ -19,6 +19,7 @@ from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.llamacpp_runtime import LlamaCppModel, _template_opens_think, cache_to_keep, load_llamacpp
 from searchbox.llm.presets import PRESETS, auto_pick, find_preset
+from searchbox.llm.speed import StepShape
 from searchbox.settings import Settings
 
 N_CTX = 2048
@@ -171,6 +172,19 @@ def test_a_prompt_gets_the_same_logits_after_another_prompt_as_on_a_cold_model()
 
 
 @pytest.mark.real_model
+def test_a_runs_steps_replayed_at_their_depth_time_only_their_new_tokens_and_leave_the_cache_empty(
+        model: LlamaCppModel) -> None:
+    # A step that keeps what the last left, one that needs more than the cache holds, one that drops some.
+    steps = [StepShape(0, 60, 4), StepShape(64, 100, 3), StepShape(120, 150, 2), StepShape(40, 70, 1)]
+    timed = model.replay_time(steps)
+    assert (timed.new_prompt, timed.output) == (60 + 36 + 30 + 30, 4 + 3 + 2 + 1)
+    assert timed.prefill_s > 0 and timed.decode_s > 0 and timed.seconds == timed.prefill_s + timed.decode_s
+    assert model._llama.n_tokens == 0
+    first = model.complete(MESSAGES, max_tokens=2, temperature=0)
+    assert first.usage.cache_read == 0  # nothing of the filler is taken for a prompt
+
+
+@pytest.mark.real_model
 def test_a_forced_tool_choice_returns_a_valid_tool_call(model: LlamaCppModel) -> None:
     forced = {"type": "function", "function": {"name": "read"}}
     response = model.complete(MESSAGES, [READ_TOOL], max_tokens=32, temperature=0, tool_choice=forced)
@@ -245,16 +259,17 @@ def test_connect_caps_the_context_to_the_preset(offline: None, model: LlamaCppMo
     "gpu_free_mb, ram_mb, name",
     [
         (80_000, 16_000, "qwen3.6-35b-a3b"),
-        (0, 64_000, "qwen3.6-35b-a3b"),
         (8_000, 16_000, "qwen3-4b-instruct-2507"),
-        (0, 8_000, "qwen3-4b-instruct-2507"),
-        (0, 4_500, "qwen3-1.7b"),
+        # No GPU llama.cpp can offload to: a model that needs no download and runs on any CPU, however much
+        # RAM there is (on an H200 machine with a CPU build, 128 GB of RAM picked the 22 GB model).
+        (0, 128_000, "qwen2.5-coder-1.5b"),
+        (0, 4_500, "qwen2.5-coder-1.5b"),
+        (0, 2_000, "qwen2.5-coder-0.5b"),
         (0, 1_000, "gemma3-270m"),
         (0, 0, "gemma3-270m"),
     ],
 )
-def test_auto_takes_the_largest_that_fits_where_the_cpus_speed_is_unknown(gpu_free_mb: int, ram_mb: int,
-                                                                         name: str) -> None:
+def test_auto_where_the_cpus_speed_is_unknown(gpu_free_mb: int, ram_mb: int, name: str) -> None:
     assert auto_pick(gpu_free_mb, ram_mb, lambda: None, 90).preset.name == name
 
 

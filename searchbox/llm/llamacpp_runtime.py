@@ -40,7 +40,7 @@ from searchbox.llm.gguf import gguf_digest
 from searchbox.llm.llamacpp_state import restore_sequence, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.schema_grammar import json_grammar
-from searchbox.llm.speed import Speed, llama_speed
+from searchbox.llm.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
 from searchbox.llm.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
@@ -223,6 +223,16 @@ class LlamaCppModel(ChatModel):
             speed = llama_speed(self._llama, prompt_tokens, decoded)
             self._llama.clean = self._llama.previous_prompt = 0
             return speed
+
+    def replay_time(self, steps: list[StepShape]) -> ReplayTime:
+        """llama.cpp's own time for a run's new tokens at the depth they sit at (speed.llama_replay); empties
+        the cache."""
+        with self._lock:
+            if self._llama is None:
+                raise LLMError(f"{self.model_id} was closed")
+            timed = llama_replay(self._llama, steps)
+            self._llama.clean = self._llama.previous_prompt = 0
+            return timed
 
     def _request(self, messages: list[Message], tools: list[Tool] | None, tool_choice: ToolChoice) -> dict[str, Any]:
         """What decides the prompt: messages, tools, tool_choice."""
