@@ -9,7 +9,8 @@ it runs the attack's bash commands, then replies with a final answer. Afterwards
 shows or hands out is gathered as a visitor would get it — the answer panel, the sources, the
 ANSWER.md download, the run bundle, the turn snapshots, run_meta.json, the CLI's summary, the score —
 and the attack got through when the app's secret or a host file's content is on any of them, a host
-file was written, or the app stalled or loaded far more than an answer's worth.
+file was written or had its mode changed, or the app stalled or loaded far more than an answer's
+worth. An attack may also have the job deleted afterwards, as a visitor's Delete or the pruner does.
 
 Used by tests/test_app_attacks.py (nothing may get through at any level this host has).
 """
@@ -22,6 +23,7 @@ import os
 import random
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,7 @@ from searchbox.tools.sandbox import choose
 # The child process that plays the app gets the parent's secret, so both look for the same one.
 SECRET = os.environ.get("APP_ATTACK_SECRET") or f"app-secret-{random.randrange(10**9)}"
 HOST_TEXT = f"host-file-{random.randrange(10**9)}"
+HOST_MODE = 0o644
 JOB_DISK_MB = 16
 SURFACE_SECONDS = 90  # gathering every surface of a small run takes well under a second; a FIFO would hang it
 CHILD_SECONDS = 400  # a loaded 2-core machine takes ~30 s; a stall never ends
@@ -95,6 +98,8 @@ class Attack:
     commands: Callable[[Scene], list[str]]
     got_through: Callable[[Scene, dict[str, bytes]], bool] = lambda s, surfaces: _leaked(surfaces)
     final: str = "Revenue was 48.2 million euros."
+    # What the visitor or the app does with the job afterwards (once its surfaces are gathered).
+    then: Callable[[Scene], None] | None = None
 
 
 def surfaces(job: Path) -> dict[str, bytes]:
@@ -139,6 +144,37 @@ def _answer_bounded(s: Scene, found: dict[str, bytes]) -> bool:
     return any(len(data) > 4 << 20 for data in found.values()) or _leaked(found)
 
 
+def _host_mode_changed(s: Scene, found: dict[str, bytes]) -> bool:
+    return stat.S_IMODE(os.stat(s.host_file).st_mode) != HOST_MODE or _leaked(found)
+
+
+def _delete_as_a_space_app(s: Scene) -> None:
+    """Delete the job (the Jobs tab's Delete, the pruner) as an app that is not root, as on a Space, where
+    the app, its files and bash are one user: as root, the job and the host folder are given to the user
+    bash ran as (nobody at the namespaces level) and the removal runs as that user, or, where bash ran as
+    root, in a child without CAP_DAC_OVERRIDE (setpriv), whose override hides the bug."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        owner = os.lstat(s.work)
+        if owner.st_uid == 0:
+            prefix = [setpriv, "--bounding-set=-dac_override"]
+        else:
+            os.lchown(s.base, owner.st_uid, owner.st_gid)  # the jobs' folder, the job is removed from it
+            for top in (s.job, s.host):
+                os.lchown(top, owner.st_uid, owner.st_gid)
+                for folder, dirs, files in os.walk(top):
+                    for name in dirs + files:
+                        os.lchown(Path(folder) / name, owner.st_uid, owner.st_gid)
+            prefix = [setpriv, f"--reuid={owner.st_uid}", f"--regid={owner.st_gid}", "--clear-groups"]
+    code = ("import sys; from pathlib import Path; "
+            "from searchbox.dataroom.work_dir import remove_job_folder; remove_job_folder(Path(sys.argv[1]))")
+    done = subprocess.run([*prefix, sys.executable, "-c", code, str(s.job)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    if done.returncode != 0 or s.job.exists():
+        print(f"the job was not deleted (exit {done.returncode}): {done.stderr[-2000:]}")
+
+
 def _budget_kept(s: Scene, found: dict[str, bytes]) -> bool:
     """Counted here, not by the budget's own code: what work/ holds beyond its dataroom, every name."""
     held = 0
@@ -178,6 +214,9 @@ ATTACKS = [
         "mv .searchbox/root .searchbox/aside; mkdir -p .searchbox/root && for i in 1 2 3 4 5 6; do "
         f"head -c {JOB_DISK_MB // 2}M /dev/urandom > .searchbox/root/f$i.bin; done; du -sh .searchbox"],
         got_through=_budget_kept),
+    Attack("a link to a host file in a folder made read-only, then the job deleted by an app that is not root",
+           lambda s: [f"mkdir d && ln -s {s.host_file} d/x && chmod 555 d"], got_through=_host_mode_changed,
+           then=_delete_as_a_space_app),
 ]
 
 
@@ -211,6 +250,7 @@ def attack_in_child(index: int, level: str, base: str) -> int:
     scene = Scene(Path(base), level)
     scene.host.mkdir()
     scene.host_file.write_text(f"{HOST_TEXT}\n")
+    scene.host_file.chmod(HOST_MODE)
     source = scene.base / "room"
     for rel, text in DATAROOM.items():
         (source / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -218,6 +258,8 @@ def attack_in_child(index: int, level: str, base: str) -> int:
     create_job(scene.job, QUESTION, source, Settings.resolve(env={}))
     scene.run(attack.commands(scene), attack.final)
     found = _gather_within(scene.job, SURFACE_SECONDS)
+    if attack.then is not None:
+        attack.then(scene)
     return 3 if found is None or attack.got_through(scene, found) else 0
 
 
