@@ -1,9 +1,12 @@
 """What a small model sees in one search: of the answer's must-facts, how many are in the text of a
-`search_dataroom` result at the packaged tool output limit (TOOL_OUTPUT_BYTES=4096, k=8), and how
-often a gold file is among the results. A fact the result does not show is a fact a budget-1 run
-cannot answer from, however good the ranking was.
+`search_dataroom` result at a tool output limit (TOOL_OUTPUT_BYTES, the packaged 4096 unless given; k=8),
+and how often a gold file is among the results. A fact the result does not show is a fact a budget-1 run
+cannot answer from, however good the ranking was. Several limits give one row each, with the results shown
+and the result's size: the ceiling that a run's accuracy buys with the tokens a bigger result costs.
 
     python bench/result_facts.py                           # every built-in question, asked as its own query
+    python bench/result_facts.py --bytes 2048 4096 8192    # a row per limit
+    python bench/result_facts.py --questions assets/pydocs_questions.jsonl --dataroom assets/pydocs_dataroom.zip
     python bench/result_facts.py --runs /tmp/sweeps        # also the queries real runs sent (session.jsonl)
     python bench/result_facts.py --set CHUNK_CONTEXT=false # with other knobs
 
@@ -59,35 +62,40 @@ def visible(question: dict, result: dict) -> tuple[int, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, help="a folder of run job folders whose logged queries to replay")
-    parser.add_argument("--bytes", type=int, default=4096, help="TOOL_OUTPUT_BYTES (default: the packaged 4096)")
+    parser.add_argument("--bytes", type=int, nargs="+", default=[4096],
+                        help="TOOL_OUTPUT_BYTES, one row each (default: the packaged 4096)")
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--questions", type=Path, default=BUILTIN_QUESTIONS, help="question set JSONL")
+    parser.add_argument("--dataroom", type=Path, default=BUILTIN_DATAROOM, help="a .zip or a folder")
     parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="another knob (repeatable)")
     args = parser.parse_args()
-    questions = [q for q in load_questions(BUILTIN_QUESTIONS) if q.get("must_facts")]
+    questions = [q for q in load_questions(args.questions) if q.get("must_facts")]
     cases = [(q, q["question"], "question") for q in questions]
     if args.runs:
         by_text = {q["question"]: q for q in questions}
         cases += [(q, query, "logged") for q, query in logged_queries(args.runs, by_text)]
-    settings = Settings.resolve({}, **{"retrieval_preset": "packaged", "tool_output_bytes": args.bytes,
-                                       **parse_overrides(args.set)})
-    totals: dict[str, list[int]] = {}
+    print(f"search_dataroom, k={args.k}, packaged retrieval, {args.questions.name} on {args.dataroom.name}")
+    print("| queries | TOOL_OUTPUT_BYTES | n | results shown (mean) | result bytes (mean) | a gold file shown | "
+          "must-facts shown | every must-fact shown |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        workspace = create_job(Path(tmp) / "job", questions[0]["question"], BUILTIN_DATAROOM, settings)
-        for question, query, kind in cases:
-            context = workspace.tool_context()
-            result = REGISTRY["search_dataroom"].run(context, {"query": query, "k": args.k}).data or {}
-            facts, gold = visible(question, result)
-            row = totals.setdefault(kind, [0, 0, 0, 0, 0])
-            row[0] += 1
-            row[1] += gold
-            row[2] += facts
-            row[3] += len(question["must_facts"])
-            row[4] += facts == len(question["must_facts"])
-    print(f"search_dataroom, k={args.k}, TOOL_OUTPUT_BYTES={args.bytes}, packaged retrieval")
-    print("| queries | n | a gold file shown | must-facts shown | every must-fact shown |")
-    print("|---|---:|---:|---:|---:|")
-    for kind, (n, gold, facts, all_facts, complete) in totals.items():
-        print(f"| {kind} | {n} | {gold / n:.0%} | {facts}/{all_facts} ({facts / all_facts:.0%}) | {complete / n:.0%} |")
+        for limit in args.bytes:
+            settings = Settings.resolve({}, **{"retrieval_preset": "packaged", "tool_output_bytes": limit,
+                                               **parse_overrides(args.set)})
+            workspace = create_job(Path(tmp) / f"job-{limit}", questions[0]["question"], args.dataroom, settings)
+            totals: dict[str, list[int]] = {}
+            for question, query, kind in cases:
+                done = REGISTRY["search_dataroom"].run(workspace.tool_context(), {"query": query, "k": args.k})
+                result = done.data or {}
+                facts, gold = visible(question, result)
+                row = totals.setdefault(kind, [0] * 7)
+                for i, value in enumerate((1, gold, facts, len(question["must_facts"]),
+                                           facts == len(question["must_facts"]), len(result.get("results", [])),
+                                           len(done.text.encode()))):
+                    row[i] += value
+            for kind, (n, gold, facts, all_facts, complete, shown, size) in totals.items():
+                print(f"| {kind} | {limit} | {n} | {shown / n:.1f} | {size / n:,.0f} | {gold / n:.0%} | "
+                      f"{facts}/{all_facts} ({facts / all_facts:.0%}) | {complete / n:.0%} |", flush=True)
 
 
 if __name__ == "__main__":
