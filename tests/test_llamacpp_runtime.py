@@ -59,11 +59,24 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.real_model
-def test_loads_with_flash_attention_and_a_q8_kv_cache_on_this_build(model: LlamaCppModel) -> None:
-    assert model.runtime["flash_attn"] is True and model.runtime["kv_cache"] == "q8_0"
+def test_loads_with_flash_attention_and_on_a_cpu_an_f16_kv_cache(model: LlamaCppModel) -> None:
+    # LLM_KV_CACHE=auto: f16 on a CPU (this build offloads to no GPU), where a q8_0 cache prefills more slowly.
+    assert model.runtime["flash_attn"] is True and model.runtime["kv_cache"] == "f16"
     # The packaged base model has no chat template: grammar-constrained function calling stands in.
     assert model.chat_format == "chatml" and model.json_actions  # no template of its own
     assert model.model_id == "gemma-3-270m-q4_k_m.gguf" and model.context_window == N_CTX
+
+
+@pytest.mark.real_model
+def test_the_kv_cache_type_asked_for_is_the_one_loaded_and_each_is_its_own_shared_model(gemma_path: Path) -> None:
+    q8 = load_llamacpp(gemma_path, N_CTX, kv_cache="q8_0")
+    try:
+        assert q8.runtime["kv_cache"] == "q8_0" and q8.runtime["flash_attn"] is True
+        assert load_llamacpp(gemma_path, N_CTX, kv_cache="q8_0") is q8
+        assert load_llamacpp(gemma_path, N_CTX, kv_cache="f16") is load_llamacpp(gemma_path, N_CTX) is not q8
+        assert q8.complete(MESSAGES, max_tokens=2, temperature=0).usage.input > 0
+    finally:
+        q8.close()
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,9 @@ serialized per instance because a llama.cpp context serves one sequence at a tim
 blocks the calling thread: callers run it in a worker thread.
 
 Set up for speed where the build allows: every layer on the GPU when llama.cpp was built with one,
-flash attention, and a q8_0 KV cache (which needs flash attention); each falls back if the
-context cannot be created with it. The chat format is the GGUF's own template when it has one; a
+flash attention, and the KV cache type LLM_KV_CACHE names (auto: q8_0, half the memory, on a GPU; f16 on
+a CPU, where llama.cpp prefills a q8_0 cache more slowly); each falls back if the context cannot be
+created with it. The chat format is the GGUF's own template when it has one; a
 template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions). A
 forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
 one call in the template's own format (see tool_grammar). While tools are on offer, a template
@@ -49,7 +50,7 @@ PLAIN_FORMAT = "chatml"
 PROBE_QUESTIONS = ("A?", "B?")
 _PREFIXES_REMEMBERED = 8
 
-_registry: dict[tuple[str, int], LlamaCppModel] = {}
+_registry: dict[tuple[str, int, str], LlamaCppModel] = {}
 _registry_lock = threading.Lock()
 _live: weakref.WeakSet[LlamaCppModel] = weakref.WeakSet()
 
@@ -67,14 +68,15 @@ def _free_at_exit() -> None:
                 model._lock.release()
 
 
-def load_llamacpp(gguf_path: str | Path, n_ctx: int, prefix_store: PrefixStore | None = None) -> LlamaCppModel:
-    """The shared model for this GGUF and context size, loaded on first use; with a prefix store, prompt
-    prefixes are kept in it across processes."""
-    key = (str(Path(gguf_path).resolve()), n_ctx)
+def load_llamacpp(gguf_path: str | Path, n_ctx: int, prefix_store: PrefixStore | None = None,
+                  kv_cache: str = "auto") -> LlamaCppModel:
+    """The shared model for this GGUF, context size and KV cache type, loaded on first use; with a prefix
+    store, prompt prefixes are kept in it across processes."""
+    key = (str(Path(gguf_path).resolve()), n_ctx, kv_cache_type(kv_cache))
     with _registry_lock:
         model = _registry.get(key)
         if model is None or model.closed:
-            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx, prefix_store=prefix_store)
+            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx, prefix_store=prefix_store, kv_cache=kv_cache)
         elif prefix_store is not None:
             model.keep_prefixes_in(prefix_store)
         return model
@@ -89,12 +91,12 @@ class KeptPrefix:
 
 class LlamaCppModel(ChatModel):
     def __init__(self, gguf_path: str | Path, n_ctx: int, *, n_threads: int | None = None,
-                 prefix_store: PrefixStore | None = None, prompt_lookup: int = 0) -> None:
+                 prefix_store: PrefixStore | None = None, prompt_lookup: int = 0, kv_cache: str = "auto") -> None:
         self.path = Path(gguf_path)
         self.model_id = self.path.name
         self.context_window = n_ctx
         self._lock = threading.Lock()
-        self._llama, self.runtime = _construct(self.path, n_ctx, n_threads, prompt_lookup)
+        self._llama, self.runtime = _construct(self.path, n_ctx, n_threads, prompt_lookup, kv_cache)
         self._prefixes: dict[str, tuple[int, ...]] = {}  # configuration (system messages, tools) -> its shared prefix
         # A model with no template of its own has no tool-call format either: JSON actions instead.
         self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
@@ -465,9 +467,10 @@ def _metered_llama_class() -> type:
     return MeteredLlama
 
 
-def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int = 0) -> tuple[Any, dict[str, Any]]:
-    """Load with the fastest settings this build accepts: q8_0 KV + flash attention, then less.
-    `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams (llama-cpp-python's prompt-lookup
+def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int = 0,
+               kv_cache: str = "auto") -> tuple[Any, dict[str, Any]]:
+    """Load with flash attention and the KV cache type asked for (auto: q8_0 with a GPU, f16 on a CPU), then
+    with less as the build allows. `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams (llama-cpp-python's prompt-lookup
     decoding; it keeps every position's logits): only bench/prompt_lookup.py sets it, to measure it."""
     import llama_cpp
 
@@ -492,13 +495,15 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
         base["draft_model"] = LlamaPromptLookupDecoding(num_pred_tokens=prompt_lookup)
         base["logits_all"] = True  # llama-cpp-python sizes its logits array by this flag, not by the draft model
     q8 = llama_cpp.GGML_TYPE_Q8_0
+    q8_attempt = ({"flash_attn": True, "type_k": q8, "type_v": q8}, "q8_0")  # a quantized V cache needs flash attention
+    wanted = kv_cache_type(kv_cache)
     attempts = [
-        ({"flash_attn": True, "type_k": q8, "type_v": q8}, "q8_0"),
+        *([q8_attempt] if wanted == "q8_0" else []),
         ({"flash_attn": True}, "f16"),
         ({"flash_attn": False}, "f16"),
     ]
     errors = []
-    for extra, kv_cache in attempts:
+    for extra, cache_type in attempts:
         try:
             llama = _metered_llama_class()(**base, **extra)
         except ValueError as exc:  # llama-cpp-python's "Failed to create llama_context"
@@ -509,7 +514,7 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
         runtime = {
             "gpu_offload": gpu,
             "flash_attn": extra["flash_attn"],
-            "kv_cache": kv_cache,
+            "kv_cache": cache_type,
             "n_threads": llama.context_params.n_threads,
             "n_threads_batch": llama.context_params.n_threads_batch,
             "fallbacks": errors,
@@ -518,6 +523,15 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
         }
         return llama, runtime
     raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
+
+
+def kv_cache_type(kv_cache: str) -> str:
+    """LLM_KV_CACHE's type: auto is q8_0 (half the memory) where llama.cpp offloads to a GPU, else f16."""
+    import llama_cpp
+
+    if kv_cache != "auto":
+        return kv_cache
+    return "q8_0" if llama_cpp.llama_supports_gpu_offload() else "f16"
 
 
 def _aligned_reuse(llama: Any) -> str:

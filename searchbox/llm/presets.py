@@ -1,7 +1,8 @@
 """A small catalog of real GGUFs, the limits that suit each, and LLM_GGUF=auto's pick for this machine.
 
-Memory figures are estimates for the preset's context window with a q8_0 KV cache: the file, the cache
-and about a gigabyte of compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
+Memory figures are estimates for the preset's context window with a q8_0 KV cache (LLM_KV_CACHE's type on
+a GPU; on a CPU the f16 cache takes twice the cache's part): the file, the cache and about a gigabyte of
+compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
 On a CPU, auto also weighs how long a typical run would take here (speed.py).
 A run's context window, output cap, steps per turn and assists come from the preset of the model that
 runs, unless the user set them (`fit_limits`).
