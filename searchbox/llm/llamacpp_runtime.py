@@ -27,10 +27,10 @@ import json
 import threading
 import weakref
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from searchbox.llm.assemble import ResponseBuilder
 from searchbox.llm.errors import ContextOverflow, LLMError
@@ -52,6 +52,7 @@ _PREFIXES_REMEMBERED = 8
 
 _registry: dict[tuple[str, int, str], LlamaCppModel] = {}
 _registry_lock = threading.Lock()
+T = TypeVar("T")
 _live: weakref.WeakSet[LlamaCppModel] = weakref.WeakSet()
 
 
@@ -219,22 +220,21 @@ class LlamaCppModel(ChatModel):
 
     def measure_speed(self, prompt_tokens: int = 512, decoded: int = 32) -> Speed:
         """llama.cpp's own prefill and decode speed for this model here (speed.llama_speed); empties the cache."""
-        with self._lock:
-            if self._llama is None:
-                raise LLMError(f"{self.model_id} was closed")
-            speed = llama_speed(self._llama, prompt_tokens, decoded)
-            self._llama.clean = self._llama.previous_prompt = 0
-            return speed
+        return self._raw(lambda llama: llama_speed(llama, prompt_tokens, decoded))
 
     def replay_time(self, steps: list[StepShape]) -> ReplayTime:
         """llama.cpp's own time for a run's new tokens at the depth they sit at (speed.llama_replay); empties
         the cache."""
+        return self._raw(lambda llama: llama_replay(llama, steps))
+
+    def _raw(self, measure: Callable[[Any], T]) -> T:
+        """A measurement on the bare llama.cpp context, under the lock; the cache is empty afterwards."""
         with self._lock:
             if self._llama is None:
                 raise LLMError(f"{self.model_id} was closed")
-            timed = llama_replay(self._llama, steps)
+            result = measure(self._llama)
             self._llama.clean = self._llama.previous_prompt = 0
-            return timed
+            return result
 
     def _request(self, messages: list[Message], tools: list[Tool] | None, tool_choice: ToolChoice) -> dict[str, Any]:
         """What decides the prompt: messages, tools, tool_choice."""
