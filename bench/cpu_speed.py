@@ -3,7 +3,10 @@ records them, next to llama.cpp's own counters for the same prompts; the share o
 second step reuses from the KV cache (a step of a turn resends the whole conversation plus a tool
 result); and how the thread count changes both, on an idle machine and with one core kept busy.
 
-    python bench/cpu_speed.py [--model packaged:qwen2.5-coder-1.5b] [--threads 1,2]
+    python bench/cpu_speed.py [--model packaged:qwen2.5-coder-1.5b] [--threads auto,1,2]
+
+auto is the runtime's own rule (LLM_THREADS=0: decode with the cores other work leaves idle, decode_threads);
+a number fixes prompt and decode threads.
 """
 
 from __future__ import annotations
@@ -59,23 +62,24 @@ def measure(model: LlamaCppModel, max_tokens: int) -> dict[str, float]:
         "decode_tps": (t1.get("decode_tokens_per_s", 0.0) + t2.get("decode_tokens_per_s", 0.0)) / 2,
         "llama_decode_tps": (t1.get("llama_decode_tokens_per_s", 0.0) + t2.get("llama_decode_tokens_per_s", 0.0)) / 2,
         "wall_s": (t1["wall_ms"] + t2["wall_ms"]) / 1000,
+        "decode_threads": (t1.get("decode_threads", 0.0) + t2.get("decode_threads", 0.0)) / 2,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="packaged:qwen2.5-coder-1.5b")
-    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--threads", default="auto,1,2")
     parser.add_argument("--max-tokens", type=int, default=48)
     args = parser.parse_args()
     path = resolve_gguf(args.model)
     print(f"{args.model}: {os.cpu_count()} logical CPUs; load average {os.getloadavg()[0]:.2f}")
-    header = ("condition", "threads", "prefill tok/s (harness / llama.cpp)", "decode tok/s (harness / llama.cpp)",
+    header = ("condition", "threads (mean decode threads)", "prefill tok/s (harness / llama.cpp)", "decode tok/s (harness / llama.cpp)",
               "step-2 prompt reused", "wall s")
     print(" | ".join(header))
     for busy in (False, True):
-        for threads in (int(t) for t in args.threads.split(",")):
-            model = LlamaCppModel(path, 8192, n_threads=threads)
+        for threads in args.threads.split(","):
+            model = LlamaCppModel(path, 8192, n_threads=None if threads == "auto" else int(threads))
             spinner = None
             if busy:  # another process keeps one core busy, as a second run or a sweep would
                 spinner = multiprocessing.Process(target=_spin, args=(time.monotonic() + 3600,), daemon=True)
@@ -86,7 +90,7 @@ def main() -> None:
                 if spinner is not None:
                     spinner.terminate()
                 model.close()
-            print(f"{'one core busy' if busy else 'idle'} | {threads} | {row['prefill_tps']:.1f} / {row['llama_prefill_tps']:.1f} | "
+            print(f"{'one core busy' if busy else 'idle'} | {threads} ({row['decode_threads']:.1f}) | {row['prefill_tps']:.1f} / {row['llama_prefill_tps']:.1f} | "
                   f"{row['decode_tps']:.1f} / {row['llama_decode_tps']:.1f} | {row['reused_share_step2']:.0%} | {row['wall_s']:.1f}",
                   flush=True)
 

@@ -113,6 +113,12 @@ class Settings:
         "auto", "the built-in runtime's KV cache type: f16, q8_0 (half the memory; on a CPU slower to prefill), "
         "or auto: q8_0 where llama.cpp offloads to a GPU, f16 on a CPU", choices=("auto", "f16", "q8_0")
     )
+    # On 2 idle cores 2 threads decode at 1.9 x the speed of 1; with one core busy at 0.6 x (bench/cpu_speed.py).
+    llm_threads: int = knob(
+        0, "the built-in runtime's CPU threads: 0 = decode with the cores other work leaves idle, decided each "
+        "second, and evaluate prompts with every CPU this process may use; N = N threads for both (a fixed count "
+        "for timings that must not follow the load)"
+    )
     context_window: int = knob(131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)")
     max_output_tokens: int = knob(
         8192, "output cap per LLM response, in tokens (unless set, the built-in runtime's model preset fits it)"
@@ -403,6 +409,8 @@ class Settings:
                      "searchbox_uploads_total_mb"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name.upper()} must be 0 or more")
+        if self.llm_threads < 0:
+            raise SettingsError("LLM_THREADS must be 0 (decided by the idle cores) or a number of threads")
         if self.force_tool_steps < 0:
             raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")
         if self.dense_prefilter < 0:

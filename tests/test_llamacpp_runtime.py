@@ -67,6 +67,39 @@ def test_loads_with_flash_attention_and_on_a_cpu_an_f16_kv_cache(model: LlamaCpp
     assert model.model_id == "gemma-3-270m-q4_k_m.gguf" and model.context_window == N_CTX
 
 
+class _Alternating:
+    """A decode thread count that changes at every token."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def choose(self) -> int:
+        self.count += 1
+        return 1 + self.count % 2
+
+
+@pytest.mark.real_model
+def test_a_seeded_reply_is_the_same_whatever_threads_decode_it_even_when_they_change_between_tokens(
+        model: LlamaCppModel, gemma_path: Path) -> None:
+    # On a CPU with no count given, the decode threads follow the idle cores (decode_threads): the load must not
+    # change what a seeded run writes.
+    assert model.runtime["decode_threads"].startswith("the cores other work leaves idle")
+    fixed = LlamaCppModel(gemma_path, N_CTX, n_threads=1)
+    governor = model._llama.decode_threads
+    try:
+        assert fixed.runtime["decode_threads"] == "fixed" and fixed.runtime["n_threads"] == 1
+        expected = fixed.complete(MESSAGES, max_tokens=24, temperature=0.8, seed=5)
+        model._llama.decode_threads = _Alternating()
+        changing = model.complete(MESSAGES, max_tokens=24, temperature=0.8, seed=5)
+        assert model._llama.decode_threads.count >= 20  # it did change, token after token
+    finally:
+        model._llama.decode_threads = governor
+        fixed.close()
+    assert changing.text == expected.text and changing.usage.output == expected.usage.output
+    assert 1.0 < changing.timings["decode_threads"] < 2.0  # the mean count its tokens were decoded with
+    assert expected.timings["decode_threads"] == 1
+
+
 @pytest.mark.real_model
 def test_the_kv_cache_type_asked_for_is_the_one_loaded_and_each_is_its_own_shared_model(gemma_path: Path) -> None:
     q8 = load_llamacpp(gemma_path, N_CTX, kv_cache="q8_0")

@@ -57,7 +57,8 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
         settings, notes = fit_limits(settings, preset)
         for message in notes:
             note(message)
-    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings), settings.llm_kv_cache),
+    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings), settings.llm_kv_cache,
+                                    settings.llm_threads),
                       settings, auto)
 
 

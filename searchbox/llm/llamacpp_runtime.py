@@ -7,7 +7,8 @@ blocks the calling thread: callers run it in a worker thread.
 Set up for speed where the build allows: every layer on the GPU when llama.cpp was built with one,
 flash attention, and the KV cache type LLM_KV_CACHE names (auto: q8_0, half the memory, on a GPU; f16 on
 a CPU, where llama.cpp prefills a q8_0 cache more slowly); each falls back if the context cannot be
-created with it. The chat format is the GGUF's own template when it has one; a
+created with it. On a CPU, unless LLM_THREADS fixes a count, tokens are decoded with the cores other work
+leaves idle (decode_threads) and prompts evaluated with every CPU this process may use. The chat format is the GGUF's own template when it has one; a
 template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions). A
 forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
 one call in the template's own format (see tool_grammar). While tools are on offer, a template
@@ -37,6 +38,7 @@ from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.call_format import call_format, example_call
+from searchbox.llm.decode_threads import DecodeThreads, cores, usable_cpus
 from searchbox.llm.gguf import gguf_digest
 from searchbox.llm.llamacpp_state import restore_sequence, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
@@ -50,7 +52,7 @@ PLAIN_FORMAT = "chatml"
 PROBE_QUESTIONS = ("A?", "B?")
 _PREFIXES_REMEMBERED = 8
 
-_registry: dict[tuple[str, int, str], LlamaCppModel] = {}
+_registry: dict[tuple[str, int, str, int], LlamaCppModel] = {}
 _registry_lock = threading.Lock()
 T = TypeVar("T")
 _live: weakref.WeakSet[LlamaCppModel] = weakref.WeakSet()
@@ -70,14 +72,15 @@ def _free_at_exit() -> None:
 
 
 def load_llamacpp(gguf_path: str | Path, n_ctx: int, prefix_store: PrefixStore | None = None,
-                  kv_cache: str = "auto") -> LlamaCppModel:
-    """The shared model for this GGUF, context size and KV cache type, loaded on first use; with a prefix
-    store, prompt prefixes are kept in it across processes."""
-    key = (str(Path(gguf_path).resolve()), n_ctx, kv_cache_type(kv_cache))
+                  kv_cache: str = "auto", threads: int = 0) -> LlamaCppModel:
+    """The shared model for this GGUF, context size, KV cache type and thread count (0: decided per token,
+    decode_threads), loaded on first use; with a prefix store, prompt prefixes are kept in it across processes."""
+    key = (str(Path(gguf_path).resolve()), n_ctx, kv_cache_type(kv_cache), threads)
     with _registry_lock:
         model = _registry.get(key)
         if model is None or model.closed:
-            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx, prefix_store=prefix_store, kv_cache=kv_cache)
+            model = _registry[key] = LlamaCppModel(gguf_path, n_ctx, n_threads=threads or None,
+                                                   prefix_store=prefix_store, kv_cache=kv_cache)
         elif prefix_store is not None:
             model.keep_prefixes_in(prefix_store)
         return model
@@ -369,6 +372,8 @@ class _Meter:
     written: int = 0  # prompt tokens whose KV state was saved to the prefix store
     sampled: int = 0
     first_token_at: float | None = None
+    decoded: int = 0  # tokens evaluated one at a time, under the decode thread count
+    decode_thread_sum: int = 0  # that count, summed over them
 
 
 def cache_to_keep(common: int, clean: int, previous_prompt: int, prompt: int, ubatch: int) -> tuple[int, int]:
@@ -393,6 +398,7 @@ def cache_to_keep(common: int, clean: int, previous_prompt: int, prompt: int, ub
 def _metered_llama_class() -> type:
     """A Llama whose generate() keeps of the KV cache what cache_to_keep allows and counts
     tokens into `self.meter` (built lazily: llama_cpp is heavy)."""
+    import llama_cpp
     import numpy as np
     from llama_cpp import Llama
 
@@ -403,6 +409,7 @@ def _metered_llama_class() -> type:
         kept: _KeptPrefixes | None = None  # where shared prefixes are kept across processes
         shared_prefix: tuple[int, ...] = ()  # set for each call: whole micro-batches its configuration shares
         capturing = False  # a call only to learn its prompt: generate() raises _PromptCaptured with it
+        decode_threads: DecodeThreads | None = None  # None: the count the context was made with, always
 
         def set_seed(self, seed: int) -> None:
             if not self.capturing:  # learning a prompt must not advance the unseeded generator
@@ -434,6 +441,16 @@ def _metered_llama_class() -> type:
                 if self.meter.first_token_at is None:
                     self.meter.first_token_at = time.monotonic()
                 sent = yield token
+
+        def eval(self, tokens: Any) -> None:
+            if len(tokens) == 1:  # one token: evaluated by llama.cpp's decode threads
+                threads = self.decode_threads.choose() if self.decode_threads else self.context_params.n_threads
+                if threads != self.context_params.n_threads:
+                    self.context_params.n_threads = threads
+                    llama_cpp.llama_set_n_threads(self.ctx, threads, self.context_params.n_threads_batch)
+                self.meter.decode_thread_sum += threads
+                self.meter.decoded += 1
+            super().eval(tokens)
 
         def _common(self, tokens: list[int]) -> int:
             """How many of these tokens the KV cache holds, from the first."""
@@ -477,16 +494,21 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
     if not path.is_file():
         raise LLMError(f"no GGUF file at {path}")
     gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    # No count given, on a CPU: decode with the cores other work leaves idle (decode_threads), prompts with
+    # every CPU this process may use (they batch, so they scale). On a GPU llama-cpp-python's defaults.
+    governor = None
+    if n_threads is None and not gpu:
+        cpus = usable_cpus()
+        governor = DecodeThreads(cpus, cores(cpus))
+        if not governor.measured:
+            governor = None
     base = {
         "model_path": str(path),
         "n_ctx": n_ctx,
         "n_batch": min(2048, n_ctx),
         "n_gpu_layers": -1 if gpu else 0,
-        # None keeps llama-cpp-python's default, half the logical CPUs: more threads than free cores
-        # make llama.cpp's spinning thread pool collapse (2 busy cores: 2 tokens/s with 2 threads, 28 with 1).
-        "n_threads": n_threads,
-        # Prompt evaluation uses every logical CPU unless a count was given (it batches, so it scales).
-        "n_threads_batch": n_threads,
+        "n_threads": governor.most if governor else n_threads,
+        "n_threads_batch": governor.cpus if governor else n_threads,
         "verbose": False,
     }
     if prompt_lookup:
@@ -511,12 +533,15 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
                 raise LLMError(f"llama.cpp could not load {path.name}: {exc}") from exc
             errors.append(f"{extra}: {exc}")
             continue
+        llama.decode_threads = governor
         runtime = {
             "gpu_offload": gpu,
             "flash_attn": extra["flash_attn"],
             "kv_cache": cache_type,
             "n_threads": llama.context_params.n_threads,
             "n_threads_batch": llama.context_params.n_threads_batch,
+            "decode_threads": (f"the cores other work leaves idle, 1 to {governor.most}, decided each second"
+                               if governor else "fixed"),
             "fallbacks": errors,
             "kv_reuse": _aligned_reuse(llama),
             "prompt_lookup": prompt_lookup,
@@ -580,4 +605,6 @@ def _timings(meter: _Meter, perf: Any, started: float, ended: float) -> dict[str
         timings["llama_prefill_tokens_per_s"] = perf.n_p_eval / perf.t_p_eval_ms * 1000
     if perf.t_eval_ms > 0:
         timings["llama_decode_tokens_per_s"] = perf.n_eval / perf.t_eval_ms * 1000
+    if meter.decoded:
+        timings["decode_threads"] = meter.decode_thread_sum / meter.decoded
     return timings
