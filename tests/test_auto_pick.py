@@ -124,3 +124,22 @@ def test_a_kept_cpu_speed_holds_for_the_same_machine_only(monkeypatch: pytest.Mo
     assert cpu_speed(tmp_path, tmp_path / "models", measure=False) == IDLE_2_CORES
     monkeypatch.setattr(speed_module, "_machine", lambda: {**machine, "cpus": 16})  # another machine, same cache
     assert cpu_speed(tmp_path, tmp_path / "models", measure=False) is None
+
+
+@pytest.mark.real_model
+def test_a_speed_measured_while_other_work_holds_the_cpus_is_neither_kept_nor_used(tmp_path: Path) -> None:
+    # A sweep's run on 2 cores made the 1.5B's typical run 199 s where it is 75 s idle, and auto picked the 0.5B;
+    # such a figure now leaves the speed unknown (auto: the largest packaged instruct model) and is measured again.
+    import subprocess
+    import sys
+
+    from searchbox.llm.cpu_load import usable_cpus
+
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(usable_cpus())]
+    try:
+        assert cpu_speed(tmp_path, Settings.resolve(env={}).models_dir) is None
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert not (tmp_path / "cpu_speed.json").exists()

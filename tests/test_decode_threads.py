@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.llm import decode_threads
-from searchbox.llm.decode_threads import CHECK_SECONDS, DecodeThreads, _Sample, cores, usable_cpus
+from searchbox.llm import cpu_load, decode_threads
+from searchbox.llm.cpu_load import Sample, cores, usable_cpus
+from searchbox.llm.decode_threads import CHECK_SECONDS, DecodeThreads
 
 
 def test_other_processes_on_every_cpu_bring_decoding_down_to_one_thread() -> None:
@@ -28,10 +29,10 @@ def test_other_processes_on_every_cpu_bring_decoding_down_to_one_thread() -> Non
             process.wait()
 
 
-def _scripted(governor: DecodeThreads, monkeypatch: pytest.MonkeyPatch, samples: list[_Sample]) -> None:
+def _scripted(governor: DecodeThreads, monkeypatch: pytest.MonkeyPatch, samples: list[Sample]) -> None:
     feed = iter(samples)
     monkeypatch.setattr(governor._clock, "sample", lambda: next(feed))
-    governor._last = _Sample(0.0, 0.0, 0.0)
+    governor._last = Sample(0.0, 0.0, 0.0)
     monkeypatch.setattr(decode_threads.time, "monotonic", lambda: governor._last.wall + 5.0)
 
 
@@ -39,8 +40,8 @@ def test_the_count_is_the_cores_left_idle_and_this_process_own_work_is_not_other
         monkeypatch: pytest.MonkeyPatch) -> None:
     governor = DecodeThreads(cpus=4, most=4)
     # Each sample: wall, every CPU's busy seconds, this process's own; one second apart.
-    _scripted(governor, monkeypatch, [_Sample(1, 4.0, 4.0), _Sample(2, 6.0, 4.0), _Sample(3, 7.0, 4.0),
-                                      _Sample(4, 10.6, 6.0), _Sample(5, 10.8, 6.0)])
+    _scripted(governor, monkeypatch, [Sample(1, 4.0, 4.0), Sample(2, 6.0, 4.0), Sample(3, 7.0, 4.0),
+                                      Sample(4, 10.6, 6.0), Sample(5, 10.8, 6.0)])
     assert governor.choose() == 4  # all of it our own decoding
     assert governor.choose() == 2  # two CPUs' worth of other work
     assert governor.choose() == 3  # one
@@ -58,12 +59,12 @@ def test_the_count_is_decided_at_most_once_a_second(monkeypatch: pytest.MonkeyPa
 def test_a_cgroup_quota_caps_the_cpus_and_hyperthreads_are_not_cores(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "cpu.max").write_text("150000 100000\n")  # a container given 1.5 CPUs of a larger host
-    monkeypatch.setattr(decode_threads, "_CGROUP", tmp_path)
+    monkeypatch.setattr(cpu_load, "_CGROUP", tmp_path)
     assert usable_cpus() == min(2, len(os.sched_getaffinity(0)))
     (tmp_path / "cpu.max").write_text("max 100000\n")
     assert usable_cpus() == len(os.sched_getaffinity(0))
     info = tmp_path / "cpuinfo"
-    monkeypatch.setattr(decode_threads, "_CPUINFO", info)
+    monkeypatch.setattr(cpu_load, "_CPUINFO", info)
     info.write_text("processor\t: 0\nsiblings\t: 16\ncpu cores\t: 8\n")
     assert cores(16) == 8
     info.write_text("processor\t: 0\nsiblings\t: 2\ncpu cores\t: 2\n")

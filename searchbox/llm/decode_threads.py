@@ -8,103 +8,17 @@ CPUs, is right for the busy machine and halves the idle one. Prompt evaluation i
 this process may use. The output does not depend on the count (each value of a product is one thread's sum),
 so a seeded run writes the same tokens whatever the load.
 
-"Other work" is every CPU's busy time less this process's own: on Linux, from /proc/stat, or from the
-cgroup's usage where a CPU quota bounds this process (a container); elsewhere nothing is measured and the
-count stays llama-cpp-python's default. Work of this same process (another run's embedder in the app) is not
-seen as other work.
+Other work is measured by cpu_load (every CPU's busy time less this process's own); where nothing can be
+measured (not Linux) the count stays llama-cpp-python's default.
 """
 
 from __future__ import annotations
 
-import math
-import os
 import time
-from dataclasses import dataclass
-from pathlib import Path
+
+from searchbox.llm.cpu_load import BusyClock, other_cpus
 
 CHECK_SECONDS = 1.0  # how often the count is decided again while tokens are decoded
-_CGROUP = Path("/sys/fs/cgroup")
-_CPUINFO = Path("/proc/cpuinfo")
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may use: its affinity, capped by a cgroup CPU quota (a container's share of a
-    larger host, which os.cpu_count() does not see)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    quota = _cpu_quota()
-    return max(1, min(cpus, math.ceil(quota))) if quota else cpus
-
-
-def _cpu_quota() -> float | None:
-    """CPUs' worth of time a cgroup quota allows, None when there is none (cgroup v2, then v1)."""
-    try:
-        limit, period = (_CGROUP / "cpu.max").read_text().split()[:2]
-        return None if limit == "max" else int(limit) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        limit_us = int((_CGROUP / "cpu" / "cpu.cfs_quota_us").read_text())
-        period_us = int((_CGROUP / "cpu" / "cpu.cfs_period_us").read_text())
-        return limit_us / period_us if limit_us > 0 else None
-    except (OSError, ValueError):
-        return None
-
-
-def cores(cpus: int) -> int:
-    """Of `cpus` logical CPUs, how many are whole cores: two hyperthreads of one core decode no faster than one."""
-    try:
-        info = _CPUINFO.read_text()
-    except OSError:
-        return max(1, cpus // 2)  # llama-cpp-python's guess
-    fields = {key.strip(): value for key, value in (line.split(":", 1) for line in info.splitlines() if ":" in line)}
-    try:
-        per_core = int(fields["siblings"]) // int(fields["cpu cores"])
-    except (KeyError, ValueError, ZeroDivisionError):
-        return max(1, cpus // 2)
-    return max(1, cpus // max(per_core, 1))
-
-
-@dataclass(frozen=True)
-class _Sample:
-    wall: float
-    busy: float  # CPU-seconds every process in scope has used
-    own: float  # CPU-seconds this process has used
-
-
-class _BusyClock:
-    """CPU-seconds used by everything in scope: the cgroup where a quota bounds it, else the whole machine."""
-
-    def __init__(self) -> None:
-        self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self._read = self._cgroup_usage if _cpu_quota() and self._cgroup_usage() is not None else self._proc_stat
-
-    def sample(self) -> _Sample | None:
-        busy = self._read()
-        return None if busy is None else _Sample(time.monotonic(), busy, time.process_time())
-
-    def _proc_stat(self) -> float | None:
-        try:
-            with open("/proc/stat", encoding="ascii") as stat:
-                fields = stat.readline().split()
-        except OSError:
-            return None
-        if not fields or fields[0] != "cpu":
-            return None
-        values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-        return (sum(values) - values[3] - values[4]) / self._ticks
-
-    @staticmethod
-    def _cgroup_usage() -> float | None:
-        try:
-            for line in (_CGROUP / "cpu.stat").read_text().splitlines():
-                if line.startswith("usage_usec "):
-                    return int(line.split()[1]) / 1e6
-        except (OSError, ValueError):
-            pass
-        try:
-            return int((_CGROUP / "cpuacct" / "cpuacct.usage").read_text()) / 1e9
-        except (OSError, ValueError):
-            return None
 
 
 class DecodeThreads:
@@ -114,7 +28,7 @@ class DecodeThreads:
     def __init__(self, cpus: int, most: int) -> None:
         self.cpus, self.most = cpus, most
         self.current = most
-        self._clock = _BusyClock()
+        self._clock = BusyClock()
         self._last = self._clock.sample()
 
     @property
@@ -127,7 +41,6 @@ class DecodeThreads:
         now = self._clock.sample()
         if now is None:
             return self.current
-        others = max(0.0, (now.busy - self._last.busy) - (now.own - self._last.own)) / (now.wall - self._last.wall)
-        self._last = now
+        others, self._last = other_cpus(self._last, now), now
         self.current = max(1, min(self.most, round(self.cpus - others)))
         return self.current

@@ -38,7 +38,8 @@ from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.call_format import call_format, example_call
-from searchbox.llm.decode_threads import DecodeThreads, cores, usable_cpus
+from searchbox.llm.cpu_load import cores, usable_cpus
+from searchbox.llm.decode_threads import DecodeThreads
 from searchbox.llm.gguf import gguf_digest
 from searchbox.llm.llamacpp_state import restore_sequence, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore

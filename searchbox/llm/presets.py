@@ -191,7 +191,8 @@ def auto_pick(gpu_free_mb: int, ram_mb: int, cpu: Callable[[], CpuSpeed | None],
     speed = cpu()
     if speed is None:
         safe = next((p for p in fitting if p.packaged and p.answers), fitting[-1])
-        return AutoPick(safe, f"this CPU's speed is unknown: the largest packaged instruct model that fits "
+        return AutoPick(safe, f"this CPU's speed is unknown (not measured, or measured while other work held its "
+                              f"CPUs): the largest packaged instruct model that fits "
                               f"{ram_mb:,} MB of RAM, which needs no download and runs on any CPU", True)
     answering = [p for p in fitting if p.answers] or fitting
     seconds = {p.name: speed.typical_run_seconds(p.read_mb, p.typical_output_tokens) for p in answering}

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 # 3,094 and 155 in one fresh run, 1,882 and 549 in three others).
 TYPICAL_NEW_PROMPT_TOKENS = 2_500
 TYPICAL_OUTPUT_TOKENS = 350
+BUSY_SHARE = 0.25  # a measurement during which other work held this share of the CPUs is not a speed
 _FILLER = "The auditor's report on the financial statements of the group for the year ended 30 June. "
 
 
@@ -119,8 +120,9 @@ def llama_replay(llama: Any, steps: list[StepShape]) -> ReplayTime:
 
 def cpu_speed(cache_dir: str | Path, models_dir: str | Path, *, measure: bool = True) -> CpuSpeed | None:
     """This machine's CPU speed: kept from an earlier measurement of the same CPU and build, else measured
-    now (seconds) with the packaged Qwen2.5-Coder-0.5B; None when that model cannot be had, or when none
-    was kept and `measure` is off."""
+    now (seconds) with the packaged Qwen2.5-Coder-0.5B; None when that model cannot be had, when other work
+    held a quarter of the CPUs or more while it was measured, or when none was kept and `measure` is off."""
+    from searchbox.llm.cpu_load import BusyClock, other_cpus, usable_cpus
     from searchbox.llm.errors import LLMError
     from searchbox.llm.gguf import resolve_gguf
     from searchbox.llm.llamacpp_runtime import LlamaCppModel
@@ -141,11 +143,21 @@ def cpu_speed(cache_dir: str | Path, models_dir: str | Path, *, measure: bool = 
     except LLMError as exc:
         log.warning("cannot measure this CPU's speed: %s", exc)
         return None
+    clock = BusyClock()
     try:
-        load = os.getloadavg()[0]
+        load, before = os.getloadavg()[0], clock.sample()
         measured = CpuSpeed(model.measure_speed(), PACKAGED[PACKAGED_QWEN_05B].size // 2**20, round(load, 2))
+        after = clock.sample()
     finally:
         model.close()
+    # Measured while other work held the CPUs, the figure says more about that work than about this machine
+    # (on 2 cores a sweep's run made the 1.5B's typical run 199 s where it is 75 s idle, and auto picked the
+    # 0.5B): neither kept nor used; the next process measures again.
+    others = other_cpus(before, after) if before and after else 0.0
+    if others >= BUSY_SHARE * usable_cpus():
+        log.warning("this CPU's speed was not kept: other work held %.1f of its %d CPUs while it was measured",
+                    others, usable_cpus())
+        return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"machine": machine, **asdict(measured)}), encoding="utf-8")
