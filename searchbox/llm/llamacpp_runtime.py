@@ -8,11 +8,11 @@ Set up for speed where the build allows: every layer on the GPU when llama.cpp w
 flash attention, and the KV cache type LLM_KV_CACHE names (auto: q8_0, half the memory, on a GPU; f16 on
 a CPU, where llama.cpp prefills a q8_0 cache more slowly); each falls back if the context cannot be
 created with it. On a CPU, unless LLM_THREADS fixes a count, tokens are decoded with the cores other work
-leaves idle (decode_threads) and prompts evaluated with every CPU this process may use. The chat format is the GGUF's own template when it has one; a
-template-less (base) model gets plain chatml and grammar-held JSON actions (see json_actions). A
-forced step (tool_choice "required" or a named tool) of a template model is held by a grammar to
-one call in the template's own format (see tool_grammar). While tools are on offer, a template
-model's system message ends with an example call in that format (see call_format).
+leaves idle (decode_threads) and prompts evaluated with every CPU this process may use. The chat format is
+the GGUF's own template when it has one; a template-less (base) model gets plain chatml and grammar-held JSON
+actions (see json_actions). A forced step (tool_choice "required" or a named tool) of a template model is
+held by a grammar to one call in the template's own format (see tool_grammar). While tools are on offer, a
+template model's system message ends with an example call in that format (see call_format).
 
 The KV cache is reused in whole micro-batches across conversations (cache_to_keep), so a seeded run's
 logits never depend on what ran before it; with a prefix store, the prefix a configuration's prompts share
