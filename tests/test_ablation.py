@@ -34,7 +34,7 @@ from searchbox.evaluation.report import load_results, summary_table
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
                                          load_matrix, parse_matrix)
 from searchbox.records.fact_match import LEXICAL_VERSION
-from searchbox.records.files import read_json, read_jsonl
+from searchbox.records.files import read_json, read_jsonl, write_json
 from searchbox.settings import Settings
 from searchbox.tools.catalog import CATALOG_TOOLS
 
@@ -317,6 +317,27 @@ def test_more_repeats_into_a_finished_sweep_run_only_the_new_ones(baseline: Path
     again = KillingRunFn()
     run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=again, repeats=2)
     assert again.jobs == []
+
+
+def test_knobs_new_since_a_sweep_began_are_recorded_and_said_when_it_resumes(
+        baseline: Path, endpoint: ScriptedEndpoint, dataroom: Path, cache: Path, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    # A sweep begun by a version without LLM_THREADS: its earlier runs ran without the knob, so a resume by this
+    # version must not pass for the same sweep silently (the base-knob check compares only the knobs it had).
+    out = tmp_path / "older"
+    shutil.copytree(baseline, out)
+    meta = read_json(out / "sweep.json")
+    del meta["base_config"]["LLM_THREADS"]
+    write_json(out / "sweep.json", meta)
+    matrix, base = parse_matrix(MATRIX), base_settings(cache, endpoint.url)
+    run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn(), repeats=2)
+    assert read_json(out / "sweep.json")["knobs_new_on_resume"] == {"LLM_THREADS": 0}
+    assert "began before these knobs existed" in caplog.text and "LLM_THREADS=0" in caplog.text
+    # Kept over later resumes, once base_config has the knob.
+    run_sweep(matrix, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn(), repeats=2)
+    assert read_json(out / "sweep.json")["knobs_new_on_resume"] == {"LLM_THREADS": 0}
+    # A sweep begun by this version has none.
+    assert "knobs_new_on_resume" not in read_json(baseline / "sweep.json")
 
 
 def test_a_killed_sweep_with_repeats_resumes_with_the_missing_repeats(endpoint: ScriptedEndpoint, dataroom: Path,

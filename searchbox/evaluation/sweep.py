@@ -5,7 +5,8 @@ job folder, scored, and one row of results.jsonl.
 <out>/results.jsonl                 one row per finished run, matrix order, question order, repeat
 <out>/summary.json                  per entry: verdicts, accuracy with its 95% interval, means, tools,
                                     and every pair of entries compared question by question
-<out>/sweep.json                    the matrix, question ids, repeats, base knobs, start, end, wall seconds
+<out>/sweep.json                    the matrix, question ids, repeats, base knobs, start, end, wall seconds;
+                                    knobs a newer version resumed it with that its earlier runs lacked
 
 Repeats: `repeats` runs each (entry, question) that many times, every entry's first repeat before
 any second one; repeat k samples with seed LLM_SEED + k - 1 (LLM_SEED unset: k), the same seed for
@@ -43,6 +44,7 @@ While it runs, results.jsonl gains each row as its run finishes (what the Compar
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import json
 import shutil
 import socket
@@ -68,6 +70,8 @@ from searchbox.llm.pool import Pool, PoolError, Server, Slot
 from searchbox.llm.types import ChatModel
 from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json, write_text_atomic
 from searchbox.settings import Settings
+
+log = logging.getLogger(__name__)
 
 _RESUMABLE = frozenset({"paused", "interrupted"})  # clean stops: whole records, a session to resume
 MAX_LOSSES = 3  # times a cell may lose its machine before the sweep gives up on it
@@ -113,6 +117,7 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
             raise ValueError(f"question id {question['id']!r} cannot name a job folder")
     out.mkdir(parents=True, exist_ok=True)
     _check_same_sweep(out, matrix, base, questions)
+    new_knobs = _knobs_new_since(out, base)
     engine = engine or ThreadEngine(run_fn)
     started = time.time()
     meta = {"matrix": {"entries": [{"name": e.name, "overrides": e.knobs()} for e in matrix]},
@@ -124,6 +129,8 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
             "judge": judge.model_id if judge is not None else None,
             "adhoc_questions": [q for q in questions if is_adhoc(q)],
             "base_config": base.as_config(), "started_at": _iso(started), "ended_at": None, "wall_s": None}
+    if new_knobs:
+        meta["knobs_new_on_resume"] = new_knobs
     write_json(out / SWEEP, meta)
 
     cells = [(entry, question, repeat) for entry in matrix for question in questions
@@ -353,6 +360,23 @@ def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings, ques
     if changed:
         raise MatrixError(f"{out} holds a sweep run with other base knobs ({', '.join(changed)}); "
                           "resume with the same settings or sweep into a new --out folder")
+
+
+def _knobs_new_since(out: Path, base: Settings) -> dict[str, Any]:
+    """Knobs this version has that the sweep's earlier runs did not (with their values now), gathered over
+    every resume. Nothing says how the version before behaved where such a knob now decides (a new default
+    can change what runs did), so they are kept in sweep.json and said, never silently mixed."""
+    previous = read_json(out / SWEEP)
+    if not isinstance(previous, dict) or not isinstance(previous.get("base_config"), dict):
+        return {}
+    config = base.as_config()
+    new = {**previous.get("knobs_new_on_resume", {}),
+           **{k: v for k, v in config.items() if k not in previous["base_config"]}}
+    if new:
+        log.warning("%s began before these knobs existed; its earlier runs ran without them (now %s): "
+                    "compare across them with care, or sweep into a new --out folder", out,
+                    ", ".join(f"{k}={v}" for k, v in new.items()))
+    return new
 
 
 def _fresh_job(job_dir: Path, question: Question, dataroom: Path, settings: Settings) -> None:
