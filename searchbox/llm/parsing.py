@@ -36,8 +36,9 @@ PARSING_MODES: tuple[ToolCallParsing, ...] = ("strict", "lenient")
 # What the two modes read, as runs record it (`harness`): raised whenever either mode reads a reply
 # differently. 2: strict reads tags only; lenient adds JSON objects naming the tool by `function` and
 # NAME(...) calls, fenced or on lines of their own (1, before: tags, then fenced or whole-reply JSON with `name`).
-# 3: lenient also reads a tool's name in other letter case and NAME({...arguments...}).
-PARSER_VERSION = 3
+# 3: lenient also reads a tool's name in other letter case and NAME({...arguments...}). 4: and a JSON call left
+# open to the end of the reply (the packaged 0.5B forgot the last brace, and the call became the answer).
+PARSER_VERSION = 4
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.S)

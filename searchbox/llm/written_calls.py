@@ -3,7 +3,8 @@
 Read only for tools on offer, and only where a call is set apart from prose:
 
 - a fenced block that holds nothing but calls;
-- a call that starts a line and ends one (the whole reply is the simplest case).
+- a call that starts a line and ends one (the whole reply is the simplest case), or a JSON call that starts
+  a line and is left open to the end of the reply, only its outer closing braces missing.
 
 A call is a JSON object naming the tool (`name` or `function`, with `arguments` or `parameters`;
 see call_objects), a list of them, or a call written as code, `NAME(key=value, ...)`, its values
@@ -113,6 +114,13 @@ def _set_apart(text: str, offered: set[str]) -> list[tuple[int, int, str]]:
             start += 1
         opened = start + 1 if text.startswith("`", start) else start
         end = _call_end(text, opened, offered)
+        rest_of_reply = text[opened:].rstrip()
+        if end is None and rest_of_reply.startswith(("{", "[")) and rest_of_reply.endswith(("}", "]")):
+            # Left open to the end of the reply, but only outer closers missing (a closing brace forgotten):
+            # the rest is the span, a call if it reads as one once they are supplied (jsonfix). A reply cut off
+            # inside a value ("timeout": 3 of 3000) is not read: its last value would be made up.
+            spans.append((line, len(text), rest_of_reply))
+            break
         if end is not None:
             after = end + 1 if text.startswith("`", end) and opened > start else end
             rest = text[after:].split("\n", 1)[0]
