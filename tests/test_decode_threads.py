@@ -71,3 +71,20 @@ def test_a_cgroup_quota_caps_the_cpus_and_hyperthreads_are_not_cores(tmp_path: P
     assert cores(2) == 2
     info.unlink()
     assert cores(8) == 4  # unknown: llama-cpp-python's guess, half
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin apart")
+def test_work_on_cpus_this_process_may_not_use_is_not_other_work() -> None:
+    # A container pinned to some of a host's CPUs must not count the other tenants' load.
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    busy = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{second}}})\nwhile True: pass"])
+    probe = (f"import os, time; os.sched_setaffinity(0, {{{first}}})\n"
+             "from searchbox.llm.cpu_load import BusyClock, other_cpus\n"
+             "clock = BusyClock(); before = clock.sample(); time.sleep(1.5); print(other_cpus(before, clock.sample()))")
+    try:
+        time.sleep(0.5)
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert float(done.stdout) < 0.5  # the busy CPU is not its own: nothing of it counted

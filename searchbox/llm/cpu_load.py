@@ -1,8 +1,8 @@
 """How many CPUs this process may use, how many of them are whole cores, and how busy other work keeps them.
 
-"Other work" is every CPU's busy time less this process's own: on Linux, from /proc/stat, or from the cgroup's
-usage where a CPU quota bounds this process (a container); elsewhere nothing is measured (`BusyClock.sample`
-is None). Work of this same process (another run's embedder in the app) is not other work.
+"Other work" is the busy time of the CPUs this process may run on less its own: on Linux, from /proc/stat, or
+the cgroup's usage where a CPU quota bounds this process (a container); elsewhere nothing is measured
+(`BusyClock.sample` is None). Work of this same process (another run's embedder in the app) is not other work.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ class BusyClock:
 
     def __init__(self) -> None:
         self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
         self._read = self._cgroup_usage if _cpu_quota() and self._cgroup_usage() is not None else self._proc_stat
 
     def sample(self) -> Sample | None:
@@ -73,15 +74,20 @@ class BusyClock:
         return None if busy is None else Sample(time.monotonic(), busy, time.process_time())
 
     def _proc_stat(self) -> float | None:
+        """Busy seconds of the CPUs this process may run on (a container pinned to 2 of a host's 64 must not
+        count the other 62's tenants)."""
         try:
-            with open("/proc/stat", encoding="ascii") as stat:
-                fields = stat.readline().split()
+            lines = Path("/proc/stat").read_text(encoding="ascii").splitlines()
         except OSError:
             return None
-        if not fields or fields[0] != "cpu":
-            return None
-        values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-        return (sum(values) - values[3] - values[4]) / self._ticks
+        mine = {f"cpu{n}" for n in self._cpus}
+        busy = None
+        for line in lines:
+            fields = line.split()
+            if fields and fields[0] in mine:
+                values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+                busy = (busy or 0) + sum(values) - values[3] - values[4]
+        return None if busy is None else busy / self._ticks
 
     @staticmethod
     def _cgroup_usage() -> float | None:
