@@ -8,7 +8,7 @@ CPUs, is right for the busy machine and halves the idle one. Prompt evaluation i
 this process may use. The output does not depend on the count (each value of a product is one thread's sum),
 so a seeded run writes the same tokens whatever the load.
 
-Other work is measured by cpu_load (every CPU's busy time less this process's own); where nothing can be
+Other work is measured by cpu_load (the busy time of the CPUs it may run on less its own); where nothing can be
 measured (not Linux) the count stays llama-cpp-python's default.
 """
 
