@@ -110,14 +110,15 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
     `engine` defaults to this process's threads (ThreadEngine over `run_fn`)."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
-    base = _one_prompt_day(out, base)
+    previous = read_json(out / SWEEP)  # the sweep this one resumes, if any
+    base = _one_prompt_day(previous, base)
     settings = {entry.name: entry.settings(base) for entry in matrix}  # every entry checked before any run
     for question in questions:
         if not SAFE_NAME.match(question["id"]):
             raise ValueError(f"question id {question['id']!r} cannot name a job folder")
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_sweep(out, matrix, base, questions)
-    new_knobs = _knobs_new_since(out, base)
+    _check_same_sweep(out, previous, matrix, base, questions)
+    new_knobs = _knobs_new_since(out, previous, base)
     engine = engine or ThreadEngine(run_fn)
     started = time.time()
     meta = {"matrix": {"entries": [{"name": e.name, "overrides": e.knobs()} for e in matrix]},
@@ -330,19 +331,19 @@ def _completed_rows(out: Path, cells: list[Cell], judge: ChatModel | None) -> di
     return rows
 
 
-def _one_prompt_day(out: Path, base: Settings) -> Settings:
+def _one_prompt_day(previous: Any, base: Settings) -> Settings:
     """Every run of a sweep names one day in its prompt, also the runs resumed days later: the day the
     sweep first started, unless PROMPT_DATE is set (seeded runs of two days differ by their prompt)."""
     if base.prompt_date:
         return base
-    previous = read_json(out / SWEEP)
     started_on = (previous.get("base_config") or {}).get("PROMPT_DATE") if isinstance(previous, dict) else None
     return base.with_overrides(prompt_date=started_on or dt.date.today().isoformat())
 
 
-def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings, questions: list[Question]) -> None:
-    """Resuming into a folder of another sweep would mix two experiments in one results file."""
-    previous = read_json(out / SWEEP)
+def _check_same_sweep(out: Path, previous: Any, matrix: list[MatrixEntry], base: Settings,
+                      questions: list[Question]) -> None:
+    """Resuming into a folder of another sweep (`previous`, its sweep.json) would mix two experiments in one
+    results file."""
     if not isinstance(previous, dict):
         return
     before = {e["name"]: e["overrides"] for e in previous.get("matrix", {}).get("entries", [])}
@@ -362,11 +363,10 @@ def _check_same_sweep(out: Path, matrix: list[MatrixEntry], base: Settings, ques
                           "resume with the same settings or sweep into a new --out folder")
 
 
-def _knobs_new_since(out: Path, base: Settings) -> dict[str, Any]:
+def _knobs_new_since(out: Path, previous: Any, base: Settings) -> dict[str, Any]:
     """Knobs this version has that the sweep's earlier runs did not (with their values now), gathered over
     every resume. Nothing says how the version before behaved where such a knob now decides (a new default
     can change what runs did), so they are kept in sweep.json and said, never silently mixed."""
-    previous = read_json(out / SWEEP)
     if not isinstance(previous, dict) or not isinstance(previous.get("base_config"), dict):
         return {}
     config = base.as_config()

@@ -153,10 +153,10 @@ def cpu_speed(cache_dir: str | Path, models_dir: str | Path, *, measure: bool = 
     # Measured while other work held the CPUs, the figure says more about that work than about this machine
     # (on 2 cores a sweep's run made the 1.5B's typical run 199 s where it is 75 s idle, and auto picked the
     # 0.5B): neither kept nor used; the next process measures again.
-    others = other_cpus(before, after) if before and after else 0.0
-    if others >= BUSY_SHARE * usable_cpus():
+    others, cpus = (other_cpus(before, after) if before and after else 0.0), usable_cpus()
+    if others >= BUSY_SHARE * cpus:
         log.warning("this CPU's speed was not kept: other work held %.1f of its %d CPUs while it was measured",
-                    others, usable_cpus())
+                    others, cpus)
         return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
