@@ -1,7 +1,8 @@
 """What this machine gives the app: GPU and free VRAM, whether llama.cpp can offload to it, the CPU
-features llama.cpp was built for, the bash sandbox level, which models are at hand, the hub, disk, RAM.
+features llama.cpp was built for (and the wider ones of this CPU it leaves unused), the bash sandbox level, which models are at hand, the hub, disk, RAM.
 
-One job: gather a report (`gather`) and say what is wrong with it (`gpu_notices`). `python -m searchbox
+One job: gather a report (`gather`) and say what is wrong with it (`gpu_notices`) or slower than it need be
+(`simd_notices`). `python -m searchbox
 doctor` prints it, the app shows it under "This machine", and the app's boot logs the GPU notices.
 
 The GPU is looked for apart from llama.cpp on purpose: a CPU build of llama.cpp reports no GPU at all,
@@ -29,6 +30,17 @@ CUDA_BUILD_HINT = ('CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --
                    "https://abetlen.github.io/llama-cpp-python/whl/cu124 (see the README, GPU)")
 
 _NVIDIA_SMI_TIMEOUT_S = 10.0
+
+# Instruction sets ggml can use that the README's portable build (GGML_NATIVE=OFF: AVX2 at most) leaves out,
+# by their /proc/cpuinfo flag. AMX is left out on purpose: ggml's AMX kernels run tile instructions on worker
+# threads that never asked the kernel for AMX state, and die of SIGILL where the kernel enforces that (XFD; the
+# case here, docs/findings/2026-12-05-llama-cpp-build.md). A native build (-march=native) includes AMX.
+WIDER_SIMD = {"avx512f": "AVX512", "avx512_vnni": "AVX512_VNNI", "avx512vbmi": "AVX512_VBMI",
+              "avx512_bf16": "AVX512_BF16", "avx_vnni": "AVX_VNNI"}
+# --no-cache-dir: pip would otherwise cache the build under the sdist's name, for any machine that shares the
+# cache (a cluster's home) to install on a CPU without these sets.
+SIMD_BUILD_HINT = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF {flags}" pip install --force-reinstall '
+                   '--no-cache-dir --no-binary llama-cpp-python "llama-cpp-python{pin}"')
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class Disk:
 class Report:
     gpu: GpuCheck
     cpu_features: list[str]  # what this llama.cpp build uses on the CPU (AVX2, AVX512...)
+    cpu_unused: list[str]  # instruction sets this CPU has, ggml can use and this build does not (WIDER_SIMD)
     llama_system_info: str  # llama_print_system_info(), whole
     llm_auto: str  # what LLM_GGUF=auto picks here, and from which figures
     sandbox: dict[str, Any]  # the bash sandbox record a run would get (level, why, limits)
@@ -136,6 +149,29 @@ def gpu_notices(check: GpuCheck) -> list[str]:
     return []
 
 
+def unused_simd(build_features: list[str], cpu_flags: set[str]) -> list[str]:
+    """The wider instruction sets this CPU has (its /proc/cpuinfo flags) that the llama.cpp build was not
+    compiled for. Prompt evaluation is most of a CPU run, and it scales with the vector width."""
+    unused = [name for flag, name in WIDER_SIMD.items() if flag in cpu_flags and name not in build_features]
+    if "AVX512" in unused or "AVX512" in build_features:  # ggml's VNNI code takes AVX512_VNNI first
+        unused = [name for name in unused if name != "AVX_VNNI"]
+    return unused
+
+
+def simd_notices(unused: list[str], llama_cpp_version: str) -> list[str]:
+    """How to get a build that uses them, said only in the terminal's report (a speed-up, not a fault)."""
+    if not unused:
+        return []
+    flags = " ".join(f"-DGGML_{name}=ON" for name in unused)
+    pin = f"=={llama_cpp_version}" if llama_cpp_version else ""
+    gain = ("An AVX-512 build evaluated prompts 1.3-1.4 x as fast on a 2-core Xeon" if "AVX512" in unused else
+            "What they gain was not measured here")
+    return [f"This CPU has {', '.join(unused)}, which this llama.cpp build does not use (the README builds for "
+            f"AVX2, to run on any x86-64 CPU of the last decade). {gain} "
+            "(docs/findings/2026-12-05-llama-cpp-build.md). A build for this machine only: "
+            f"{SIMD_BUILD_HINT.format(flags=flags, pin=pin)}"]
+
+
 def gather(settings: Settings) -> Report:
     """The whole report. Looks only: nothing is downloaded, assembled or loaded (the hub gets one
     quick request, remembered for the process)."""
@@ -145,11 +181,13 @@ def gather(settings: Settings) -> Report:
 
     gpu = check_gpu()
     info = _llama_system_info()
+    unused = unused_simd(_cpu_features(info), _cpu_flags()) if info and not gpu.llama_cpp_offload else []
     hub_reason = hub_unavailable_reason() or ""
     models = _llm_models(settings) + _retrieval_models(settings)
     return Report(
         gpu=gpu,
         cpu_features=_cpu_features(info),
+        cpu_unused=unused,
         llama_system_info=info,
         llm_auto=_llm_auto(settings, gpu, models, hub_reason),
         sandbox=for_settings(settings).record(),
@@ -161,7 +199,7 @@ def gather(settings: Settings) -> Report:
         ram_total_mb=_meminfo_mb("MemTotal"),
         ram_available_mb=_meminfo_mb("MemAvailable"),
         cpu_count=len(os.sched_getaffinity(0)),
-        notices=gpu_notices(gpu),
+        notices=gpu_notices(gpu) + simd_notices(unused, gpu.llama_cpp_version),
     )
 
 
@@ -180,6 +218,7 @@ def rows(report: Report) -> list[tuple[str, str]]:
         ("GPU", f"{gpus} ({gpu.gpu_probe})"),
         ("llama.cpp", llama),
         ("llama.cpp CPU features", ", ".join(report.cpu_features) or "none reported"),
+        ("CPU features it leaves unused", ", ".join(report.cpu_unused) or "none"),
         ("torch", torch),
         ("LLM_GGUF=auto", report.llm_auto),
         ("bash sandbox", f"{level}" + (f": {why}" if why else "")),
@@ -223,6 +262,19 @@ def _torch_gpus(torch: Any) -> list[Gpu]:
         free, total = torch.cuda.mem_get_info(index)
         gpus.append(Gpu(torch.cuda.get_device_name(index), total // 2**20, free // 2**20, "torch"))
     return gpus
+
+
+def _cpu_flags() -> set[str]:
+    """The first processor's flags in /proc/cpuinfo (empty where there is none: not Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            return set(value.split())
+    return set()
 
 
 def _llama_system_info() -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.doctor import Gpu, GpuCheck, _cpu_features, gpu_notices
+from searchbox.doctor import Gpu, GpuCheck, _cpu_features, gpu_notices, simd_notices, unused_simd
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,6 +32,8 @@ def test_doctor_json_reports_this_machine(tmp_path: Path) -> None:
     for found in gpu["gpus"]:
         assert found["name"] and 0 <= found["free_mb"] <= found["total_mb"]
     assert report["cpu_features"] and all(isinstance(f, str) and f for f in report["cpu_features"])
+    assert set(report["cpu_unused"]) <= {"AVX512", "AVX512_VNNI", "AVX512_VBMI", "AVX512_BF16", "AVX_VNNI"}
+    assert not set(report["cpu_unused"]) & set(report["cpu_features"])
     assert "CPU :" in report["llama_system_info"]
     assert report["sandbox"]["requested"] == "auto"
     assert report["sandbox"]["level"] in ("namespaces", "landlock", "none")
@@ -51,7 +53,8 @@ def test_doctor_json_reports_this_machine(tmp_path: Path) -> None:
     assert 0 < report["ram_available_mb"] <= report["ram_total_mb"]
     assert report["cpu_count"] >= 1
     assert isinstance(report["llm_auto"], str) and report["llm_auto"]
-    assert report["notices"] == gpu_notices(GpuCheck(**{**gpu, "gpus": [Gpu(**g) for g in gpu["gpus"]]}))
+    assert report["notices"] == (gpu_notices(GpuCheck(**{**gpu, "gpus": [Gpu(**g) for g in gpu["gpus"]]}))
+                                 + simd_notices(report["cpu_unused"], gpu["llama_cpp_version"]))
 
 
 def test_doctor_prints_one_line_per_topic(tmp_path: Path) -> None:
@@ -107,6 +110,24 @@ def test_cpu_features_are_read_from_the_cpu_section_only() -> None:
     info = "CUDA : ARCHS = 890 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | CPU : SSE3 = 1 | AVX512 = 0 | AVX2 = 1 |"
     assert _cpu_features(info) == ["SSE3", "AVX2"]
     assert _cpu_features("") == []
+
+
+def test_instruction_sets_the_cpu_has_and_the_build_lacks_get_the_command_for_a_build_that_uses_them() -> None:
+    xeon = {"avx2", "fma", "avx512f", "avx512_vnni", "avx512vbmi", "avx512_bf16", "avx_vnni", "amx_int8", "amx_tile"}
+    portable = ["SSE3", "AVX", "AVX2", "F16C", "FMA", "BMI2"]
+    unused = unused_simd(portable, xeon)
+    assert unused == ["AVX512", "AVX512_VNNI", "AVX512_VBMI", "AVX512_BF16"]  # never AMX (SIGILL under XFD)
+    [notice] = simd_notices(unused, "0.3.36")
+    assert ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON '
+            '-DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON"') in notice
+    assert "--no-cache-dir" in notice and '"llama-cpp-python==0.3.36"' in notice and "AMX" not in notice
+    # A build for this CPU, or a CPU without the sets (a laptop's AVX2, an ARM board), hears nothing.
+    assert unused_simd([*portable, "AVX512", "AVX512_VNNI", "AVX512_VBMI", "AVX512_BF16"], xeon) == []
+    assert unused_simd(portable, {"avx2", "fma"}) == [] and unused_simd([], set()) == []
+    assert simd_notices([], "0.3.36") == []
+    # AVX_VNNI alone (a laptop's Alder Lake): its own switch; beside AVX-512, AVX512_VNNI's code is taken instead.
+    [laptop] = simd_notices(unused_simd(portable, {"avx2", "avx_vnni"}), "0.3.36")
+    assert "-DGGML_AVX_VNNI=ON" in laptop and "not measured" in laptop
 
 
 def test_the_app_shows_the_report_under_this_machine_to_its_operator_only(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_loads_with_flash_attention_and_on_a_cpu_an_f16_kv_cache(model: LlamaCppModel) -> None:
     # LLM_KV_CACHE=auto: f16 on a CPU (this build offloads to no GPU), where a q8_0 cache prefills more slowly.
     assert model.runtime["flash_attn"] is True and model.runtime["kv_cache"] == "f16"
+    assert "CPU :" in model.runtime["build"]  # the vector sets llama.cpp was built for
     # The packaged base model has no chat template: grammar-constrained function calling stands in.
     assert model.chat_format == "chatml" and model.json_actions  # no template of its own
     assert model.model_id == "gemma-3-270m-q4_k_m.gguf" and model.context_window == N_CTX

@@ -551,6 +551,9 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
             "fallbacks": errors,
             "kv_reuse": _aligned_reuse(llama),
             "prompt_lookup": prompt_lookup,
+            # The same seed writes other tokens on a build with other vector kernels (their sums round
+            # differently): 418 against 274 output tokens for one question on an AVX2 and an AVX-512 build.
+            "build": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
         }
         return llama, runtime
     raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
