@@ -76,7 +76,7 @@ def test_limits_come_from_the_preset_unless_the_user_set_them() -> None:
     fitted, notes = fit_limits(Settings.resolve(env={}), preset)
     assert (fitted.context_window, fitted.max_output_tokens, fitted.max_steps_per_turn) == (16384, 2048, 12)
     assert fitted.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
-                                       "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
+                                       "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 2048,
                                        "TOOL_DESCRIPTIONS": "brief"}
     # A small model gets the assists whose benefit was measured, each recorded with why.
     assert fitted.assists == tuple(SMALL_MODEL_ASSIST_EVIDENCE) and notes == []
@@ -129,7 +129,7 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     assert connection.model.context_window == 16384
     settings = connection.settings
     assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
-                                         "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 4096,
+                                         "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 2048,
                                          "TOOL_DESCRIPTIONS": "brief"}
     assert connection.auto.preset.gguf == PACKAGED_QWEN_15B and ", but " in connection.auto.why  # run_meta's llm_auto
     [fallback] = notes  # one note says what auto picked and why it fell back
