@@ -264,6 +264,32 @@ def test_resuming_into_a_folder_of_another_matrix_is_refused(baseline: Path, dat
         run_sweep(changed, QUESTIONS, dataroom, baseline, base_settings(cache, endpoint.url))
 
 
+def test_a_resume_with_fewer_entries_keeps_the_rows_of_the_others_and_their_overrides(
+        baseline: Path, endpoint: ScriptedEndpoint, dataroom: Path, cache: Path, tmp_path: Path) -> None:
+    """Resuming a finished sweep with one of its entries, for more repeats, rewrote results.jsonl with that
+    entry's rows only: the other entry's finished runs were gone from it."""
+    out = tmp_path / "fewer"
+    shutil.copytree(baseline, out)
+    before = read_jsonl(out / "results.jsonl")
+    [first, second] = parse_matrix(MATRIX)
+    base = base_settings(cache, endpoint.url)
+    run_sweep([first], QUESTIONS, dataroom, out, base, run_fn=KillingRunFn(), repeats=2)
+    rows = read_jsonl(out / "results.jsonl")
+    assert [r for r in rows if r["entry"] == second.name] == [r for r in before if r["entry"] == second.name]
+    assert {r["repeat"] for r in rows if r["entry"] == first.name} == {1, 2}
+    meta = read_json(out / "sweep.json")
+    assert [e["name"] for e in meta["matrix"]["entries"]] == [first.name]
+    assert meta["earlier_entries"] == {second.name: second.knobs()}
+    assert [e["entry"] for e in read_json(out / "summary.json")["entries"]] == [first.name]
+    # The entry left out is still checked when a later resume names it again with other overrides.
+    changed = parse_matrix({"entries": [{"name": second.name, "overrides": {"TURN_BUDGET": 7}}]})
+    with pytest.raises(MatrixError, match=f"'{second.name}' had other overrides"):
+        run_sweep(changed, QUESTIONS, dataroom, out, base, run_fn=KillingRunFn())
+    # Named again as it was, it resumes with every row in place.
+    run_sweep([first, second], QUESTIONS, dataroom, out, base, run_fn=KillingRunFn(), repeats=1)
+    assert len(read_jsonl(out / "results.jsonl")) == len(rows)
+
+
 def test_question_selection() -> None:
     assert [q["id"] for q in select_questions(QUESTIONS, ids=["dublin", "lease"])] == ["lease", "dublin"]
     twin = {**QUESTIONS[0], "id": "lease2"}

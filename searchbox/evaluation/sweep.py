@@ -26,7 +26,10 @@ job folder that stopped cleanly (paused / interrupted: its records are whole) re
 session; one cut off mid-run (a kill: run_meta.json shows no stop, the lost part's counters are
 gone) is removed and run afresh, so every row measures one whole run. Every run of a sweep names one day in
 its prompt (PROMPT_DATE, else the day the sweep first started, kept in sweep.json's base knobs), so a sweep
-resumed days later still compares like with like.
+resumed days later still compares like with like. A resume with fewer entries, questions or repeats keeps
+the rows of the runs it leaves out (after its own in results.jsonl; its summary covers its own cells), and
+sweep.json's `earlier_entries` keeps the overrides of the entries it left out, so a later resume that names
+one again is checked against them.
 
 Engines (docs/sweeps.md): `thread` runs every cell in this process, `ray` each cell as one task on a
 Ray cluster (evaluation/sweep_ray.py); either way this driver alone writes the sweep folder, so the
@@ -132,12 +135,17 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
             "base_config": base.as_config(), "started_at": _iso(started), "ended_at": None, "wall_s": None}
     if new_knobs:
         meta["knobs_new_on_resume"] = new_knobs
+    earlier = {name: overrides for name, overrides in _entries_before(previous).items()
+               if name not in {e.name for e in matrix}}
+    if earlier:
+        meta["earlier_entries"] = earlier
     write_json(out / SWEEP, meta)
 
     cells = [(entry, question, repeat) for entry in matrix for question in questions
              for repeat in range(1, repeats + 1)]
     rows = _completed_rows(out, cells, judge)
-    _write_rows(out, cells, rows)  # canonical order; also drops a line torn by a kill
+    others = _rows_outside(out, cells)
+    _write_rows(out, cells, rows, others)  # canonical order; also drops a line torn by a kill
     # Repeat by repeat: a sweep stopped early has every entry on the same questions, ready to compare.
     pending = sorted((c for c in cells if _key(*c) not in rows), key=lambda cell: cell[2])
     pool = Pool([])
@@ -148,7 +156,7 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
     finally:
         engine.close()
 
-    _write_rows(out, cells, rows)
+    _write_rows(out, cells, rows, others)
     ordered = [rows[_key(*c)] for c in cells if _key(*c) in rows]
     write_json(out / SUMMARY, summarize(ordered, [e.name for e in matrix]))
     ended = time.time()
@@ -346,7 +354,7 @@ def _check_same_sweep(out: Path, previous: Any, matrix: list[MatrixEntry], base:
     results file."""
     if not isinstance(previous, dict):
         return
-    before = {e["name"]: e["overrides"] for e in previous.get("matrix", {}).get("entries", [])}
+    before = _entries_before(previous)
     for entry in matrix:
         if entry.name in before and before[entry.name] != entry.knobs():
             raise MatrixError(f"{out} holds a sweep in which matrix entry {entry.name!r} had other overrides "
@@ -394,9 +402,27 @@ def _finished(job_dir: Path) -> bool:
     return reason is not None and reason not in _RESUMABLE
 
 
-def _write_rows(out: Path, cells: list[Cell], rows: dict[Key, dict[str, Any]]) -> None:
-    """results.jsonl in canonical order, replaced atomically."""
+def _entries_before(previous: Any) -> dict[str, Any]:
+    """Every entry the folder's earlier runs ran, with its overrides: the last matrix and those it left out."""
+    if not isinstance(previous, dict):
+        return {}
+    return {**(previous.get("earlier_entries") or {}),
+            **{e["name"]: e["overrides"] for e in previous.get("matrix", {}).get("entries", [])}}
+
+
+def _rows_outside(out: Path, cells: list[Cell]) -> list[dict[str, Any]]:
+    """Rows of finished runs this invocation does not cover (an entry, question or repeat it leaves out):
+    kept, never dropped for being outside the matrix asked for now."""
+    asked = {_key(*c) for c in cells}
+    return [r for r in read_jsonl(out / RESULTS)
+            if (r.get("entry"), r.get("question_id"), r.get("repeat", 1)) not in asked]
+
+
+def _write_rows(out: Path, cells: list[Cell], rows: dict[Key, dict[str, Any]],
+                others: list[dict[str, Any]]) -> None:
+    """results.jsonl in canonical order, then the rows of runs outside this sweep's cells, replaced atomically."""
     lines = [json.dumps(rows[_key(*c)], ensure_ascii=False) + "\n" for c in cells if _key(*c) in rows]
+    lines += [json.dumps(row, ensure_ascii=False) + "\n" for row in others]
     write_text_atomic(out / RESULTS, "".join(lines))
 
 
