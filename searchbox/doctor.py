@@ -1,9 +1,9 @@
 """What this machine gives the app: GPU and free VRAM, whether llama.cpp can offload to it, the CPU
-features llama.cpp was built for (and the wider ones of this CPU it leaves unused), the bash sandbox level, which models are at hand, the hub, disk, RAM.
+features llama.cpp was built for (and the wider ones of this CPU it leaves unused), the bash sandbox level,
+which models are at hand, the hub, disk, RAM.
 
 One job: gather a report (`gather`) and say what is wrong with it (`gpu_notices`) or slower than it need be
-(`simd_notices`). `python -m searchbox
-doctor` prints it, the app shows it under "This machine", and the app's boot logs the GPU notices.
+(`simd_notices`). `python -m searchbox doctor` prints it, the app shows it under "This machine", and the app's boot logs the GPU notices.
 
 The GPU is looked for apart from llama.cpp on purpose: a CPU build of llama.cpp reports no GPU at all,
 and LLM_GGUF=auto measures VRAM through llama.cpp's offload support and torch, so a GPU Space with a
@@ -181,12 +181,13 @@ def gather(settings: Settings) -> Report:
 
     gpu = check_gpu()
     info = _llama_system_info()
-    unused = unused_simd(_cpu_features(info), _cpu_flags()) if info and not gpu.llama_cpp_offload else []
+    features = _cpu_features(info)
+    unused = unused_simd(features, _cpu_flags()) if info and not gpu.llama_cpp_offload else []
     hub_reason = hub_unavailable_reason() or ""
     models = _llm_models(settings) + _retrieval_models(settings)
     return Report(
         gpu=gpu,
-        cpu_features=_cpu_features(info),
+        cpu_features=features,
         cpu_unused=unused,
         llama_system_info=info,
         llm_auto=_llm_auto(settings, gpu, models, hub_reason),

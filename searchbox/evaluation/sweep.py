@@ -143,8 +143,10 @@ def run_sweep(matrix: list[MatrixEntry], questions: list[Question], dataroom: Pa
 
     cells = [(entry, question, repeat) for entry in matrix for question in questions
              for repeat in range(1, repeats + 1)]
-    rows = _completed_rows(out, cells, judge)
-    others = _rows_outside(out, cells)
+    recorded = read_jsonl(out / RESULTS)
+    rows = _completed_rows(out, cells, recorded, judge)
+    asked = {_key(*c) for c in cells}
+    others = [r for r in recorded if _row_key(r) not in asked]  # runs this resume leaves out: kept
     _write_rows(out, cells, rows, others)  # canonical order; also drops a line torn by a kill
     # Repeat by repeat: a sweep stopped early has every entry on the same questions, ready to compare.
     pending = sorted((c for c in cells if _key(*c) not in rows), key=lambda cell: cell[2])
@@ -325,9 +327,9 @@ class _Driver:
         self.status(SweepStatus(len(self.rows), self.total, len(self.running), len(self.queue), servers, eta))
 
 
-def _completed_rows(out: Path, cells: list[Cell], judge: ChatModel | None) -> dict[Key, dict[str, Any]]:
-    # A row written before repeats existed is repeat 1.
-    recorded = {(r.get("entry"), r.get("question_id"), r.get("repeat", 1)): r for r in read_jsonl(out / RESULTS)}
+def _completed_rows(out: Path, cells: list[Cell], results: list[dict[str, Any]],
+                    judge: ChatModel | None) -> dict[Key, dict[str, Any]]:
+    recorded = {_row_key(r): r for r in results}
     rows = {}
     for entry, question, repeat in cells:
         key = _key(entry, question, repeat)
@@ -410,12 +412,8 @@ def _entries_before(previous: Any) -> dict[str, Any]:
             **{e["name"]: e["overrides"] for e in previous.get("matrix", {}).get("entries", [])}}
 
 
-def _rows_outside(out: Path, cells: list[Cell]) -> list[dict[str, Any]]:
-    """Rows of finished runs this invocation does not cover (an entry, question or repeat it leaves out):
-    kept, never dropped for being outside the matrix asked for now."""
-    asked = {_key(*c) for c in cells}
-    return [r for r in read_jsonl(out / RESULTS)
-            if (r.get("entry"), r.get("question_id"), r.get("repeat", 1)) not in asked]
+def _row_key(row: dict[str, Any]) -> Key:
+    return row.get("entry"), row.get("question_id"), row.get("repeat", 1)  # a row from before repeats is repeat 1
 
 
 def _write_rows(out: Path, cells: list[Cell], rows: dict[Key, dict[str, Any]],
