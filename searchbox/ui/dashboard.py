@@ -26,9 +26,13 @@ class Dashboard:
     points: list[dict[str, Any]] = field(default_factory=list)  # {step, turn, tokens} per LLM response
     compactions: list[dict[str, Any]] = field(default_factory=list)  # {step, tokens_before}
     stats: RunStats = field(default_factory=RunStats)  # the same accumulator as the recorder's
+    # Counts the recorded events added: the charts change with them only (a Delta moves the wall clock alone),
+    # so a live view redraws when it moved, not at every streamed token.
+    revision: int = 0
 
     def add(self, event: Event) -> None:
         self.stats.add(event)
+        self.revision += event.recorded
         match event:
             case RunStart(context_window=window) if window:
                 # The window the run really has (fitted to its model), which the job's own settings may not know.

@@ -138,11 +138,16 @@ class RunPanels:
         answer, sources = problems.guard("the answer", lambda: read_answer(job_dir), (gr.skip(), gr.skip()))
         return {self.answer: answer, self.sources: sources}
 
-    def fill_figures(self, job_dir: Path, problems: Problems, dashboard: Dashboard | None = None) -> dict[Any, Any]:
+    def fill_figures(self, job_dir: Path, problems: Problems, dashboard: Dashboard | None = None,
+                     *, shown: bool = False) -> dict[Any, Any]:
+        """The dashboard's figures; once `shown`, as bare values: Gradio rebuilds a component and its config
+        for every gr.update, which a live run's redraws paid for on the CPU its model runs on."""
         figures = problems.guard("the dashboard",
                                  lambda: (dashboard or Dashboard.from_records(job_dir)).figures(), None)
         if figures is None:
             return {}
+        if shown:
+            return {self.plots[name]: figures[name] for name in FIGURES}
         values: dict[Any, Any] = {self.plots[name]: gr.update(value=figures[name], visible=True) for name in FIGURES}
         values[self.empty_dashboard] = gr.update(visible=False)
         return values

@@ -188,9 +188,12 @@ class RunView:
             yield update
 
     def _update(self, job_id: str, status: str, feed: Feed, panels: dict[Any, Any], problems: Problems,
-                *, going: bool = True) -> dict[Any, Any]:
+                *, going: bool | None = None) -> dict[Any, Any]:
+        """The live outputs' new values; Pause and Stop only when `going` says they change (a gr.update is
+        a component rebuilt, per update, on the CPU the run's model uses)."""
         update = {self.job_id: job_id, self.status: problems.under(status), self.feed: feed.messages, **panels}
-        update.update({control: gr.update(interactive=going) for control in self.controls})
+        if going is not None:
+            update.update({control: gr.update(interactive=going) for control in self.controls})
         return update
 
     async def _follow(self, job_id: str, question: str, subscription: queue.Queue, viewer: Viewer, replay: bool):
@@ -212,8 +215,10 @@ class RunView:
             recorded = last_seq(replayed)
         problems = Problems()
         values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
-        yield self._update(job_id, self._status(job_id), feed, {**values, **panels.hide_downloads()}, problems)
+        yield self._update(job_id, self._status(job_id), feed, {**values, **panels.hide_downloads()}, problems,
+                           going=True)
         last_yield = last_figures = last_standing = 0.0
+        drawn_revision = -1  # the dashboard's revision the figures show
         shown_standing = ""
         answer_stale = False
         while True:
@@ -233,7 +238,7 @@ class RunView:
                     values = await asyncio.to_thread(panels.fill, job_dir, problems, dashboard=dashboard)
                     why = ("its model server stopped answering; resumes on another" if lost_server(current)
                            else "paused for another run; resumes automatically")
-                    yield self._update(job_id, f"{self._status(job_id)} · {why}", feed, values, problems)
+                    yield self._update(job_id, f"{self._status(job_id)} · {why}", feed, values, problems, going=True)
                     continue
                 break
             if not events and now - last_standing >= _STANDING_EVERY_S:  # waiting: its place in line moves
@@ -248,9 +253,13 @@ class RunView:
                 if answer_stale:
                     values.update(await asyncio.to_thread(panels.fill_answer, job_dir, problems))
                     answer_stale = False
-                if now - last_figures >= _FIGURES_EVERY_S:
-                    values.update(panels.fill_figures(job_dir, problems, dashboard))
+                # Five Plotly figures take some 0.1 s of a CPU the model's threads share: only when they changed.
+                if now - last_figures >= _FIGURES_EVERY_S and dashboard.revision != drawn_revision:
+                    figures = panels.fill_figures(job_dir, problems, dashboard, shown=drawn_revision >= 0)
+                    values.update(figures)
                     last_figures = now
+                    if figures:  # drawn, and shown from now on
+                        drawn_revision = dashboard.revision
                 last_yield = now
                 yield self._update(job_id, self._status(job_id), feed, values, problems)
         problems = Problems()
