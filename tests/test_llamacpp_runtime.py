@@ -17,7 +17,8 @@ import pytest
 from searchbox.llm import ContextOverflow, GGUFUnavailable, LLMError, connect
 from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.packaged import PACKAGED_QWEN_05B
-from searchbox.llm.llamacpp_runtime import LlamaCppModel, _template_opens_think, cache_to_keep, load_llamacpp
+from searchbox.llm.llamacpp_runtime import (LlamaCppModel, _template_opens_think, cache_to_keep, cold_cuts,
+                                            load_llamacpp)
 from searchbox.llm.presets import PRESETS, auto_pick, find_preset
 from searchbox.llm.speed import StepShape
 from searchbox.settings import Settings
@@ -157,12 +158,43 @@ CLAUSES = " ".join(f"Clause {i}: the tenant pays rent of {i * 7} pounds on day {
 
 
 @pytest.mark.real_model
-def test_a_repeated_prompt_reuses_the_kv_cache_in_whole_micro_batches(model: LlamaCppModel) -> None:
+def test_a_repeated_prompt_reuses_the_kv_cache_up_to_its_last_cold_cut(model: LlamaCppModel) -> None:
     messages = [{"role": "system", "content": CLAUSES}, MESSAGES[1]]
     model.complete(messages, max_tokens=4, temperature=0)
     again = model.complete(messages, max_tokens=4, temperature=0)
-    ubatch = model._llama.context_params.n_ubatch
-    assert again.usage.input > ubatch and again.usage.cache_read == (again.usage.input - 1) // ubatch * ubatch
+    ubatch, shared = model._llama.context_params.n_ubatch, len(model._llama.shared_prefix)
+    assert again.usage.input > shared > ubatch
+    assert again.usage.cache_read == max(cut for cut in cold_cuts(again.usage.input, shared, ubatch)
+                                         if cut < again.usage.input)
+
+
+def _last_logits(llama: Any) -> Any:
+    import numpy as np
+
+    return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).copy()
+
+
+@pytest.mark.real_model
+def test_a_new_conversation_evaluates_only_its_question_and_gets_a_cold_models_logits() -> None:
+    """The prefix a configuration shares is cut on its own by every evaluation, so another conversation
+    keeps all of it (not only its whole micro-batches) and still gets the logits of a cold model."""
+    import numpy as np
+
+    path = resolve_gguf(PACKAGED_QWEN_05B)
+    cold, warm = LlamaCppModel(path, 4096), LlamaCppModel(path, 4096)
+    system = {"role": "system", "content": CLAUSES}
+    question = {"role": "user", "content": "How much is the rent in clause 40, and on which day is it paid?"}
+    try:
+        cold.complete([system, question], max_tokens=1, temperature=0)
+        warm.complete([system, {"role": "user", "content": "When is rent due for clause 3?"}], max_tokens=1,
+                      temperature=0)
+        reply = warm.complete([system, question], max_tokens=1, temperature=0)
+        shared = len(warm._llama.shared_prefix)
+        assert reply.usage.cache_read == shared > warm._llama.context_params.n_ubatch
+        assert np.array_equal(_last_logits(cold._llama), _last_logits(warm._llama))
+    finally:
+        cold.close()
+        warm.close()
 
 
 @pytest.mark.real_model
@@ -176,19 +208,35 @@ def test_the_next_step_of_a_conversation_keeps_all_it_shares_with_the_cache(mode
 
 @pytest.mark.parametrize(("common", "clean", "previous", "prompt", "kept"), [
     # Another conversation: whole micro-batches of the shared prefix that a cold evaluation has whole too.
-    (2471, 2048, 2491, 2491, (2048, 2048)),
-    (2471, 1024, 2700, 2491, (1024, 2048)),  # only what was itself evaluated as whole micro-batches
-    (3000, 2560, 3000, 3000, (2560, 2560)),  # the same prompt again: its last micro-batch is decoded again
-    (3072, 3072, 3072, 3072, (2560, 3072)),
-    (400, 4096, 3500, 3000, (0, 2560)),
-    (0, 0, 0, 10, (0, 0)),
+    (2471, 2048, 2491, 2491, (2048, 2491, 0)),
+    (2471, 1024, 2700, 2491, (1024, 2491, 0)),  # only what was itself evaluated as a cold evaluation cuts it
+    (3000, 2560, 3000, 3000, (2560, 3000, 0)),  # the same prompt again: its last micro-batch is decoded again
+    (3072, 3072, 3072, 3072, (2560, 3072, 0)),
+    (400, 4096, 3500, 3000, (0, 3000, 0)),
+    (0, 0, 0, 10, (0, 10, 0)),
     # The next step of the same conversation: all it shares with the cache, the clean positions as they were.
-    (2900, 2560, 2800, 3400, (2900, 2560)),
-    (2800, 2560, 2800, 3400, (2800, 2560)),
+    (2900, 2560, 2800, 3400, (2900, 2560, 0)),
+    (2800, 2560, 2800, 3400, (2800, 2560, 0)),
 ])
 def test_the_cache_kept_is_whole_micro_batches_except_within_a_conversation(
-        common: int, clean: int, previous: int, prompt: int, kept: tuple[int, int]) -> None:
+        common: int, clean: int, previous: int, prompt: int, kept: tuple[int, int, int]) -> None:
     assert cache_to_keep(common, clean, previous, prompt, 512) == kept
+
+
+@pytest.mark.parametrize(("common", "clean", "clean_prefix", "prompt", "prefix", "kept"), [
+    # A conversation of the same configuration keeps the whole shared prefix, cut there by every evaluation.
+    (1360, 1372, 1350, 1380, 1350, (1350, 1380, 1350)),
+    (1360, 1350, 1350, 1380, 1350, (1350, 1380, 1350)),  # the prefix alone, as the app keeps it at start-up
+    (2000, 2123, 1350, 2300, 1350, (1862, 2300, 1350)),  # and a micro-batch after it, evaluated from its end
+    (1360, 1372, 0, 1380, 1350, (1024, 1380, 1350)),  # a cache not cut at the prefix: its micro-batches before it
+    (1360, 1372, 1350, 1380, 0, (1024, 1380, 0)),  # a prompt that does not open with the prefix: likewise
+    (1360, 1372, 1200, 1380, 1350, (1024, 1380, 1350)),  # another configuration's prefix: the cuts both have
+    (1340, 1372, 1350, 1380, 1350, (1024, 1380, 1350)),  # less than the prefix in common
+])
+def test_a_conversation_keeps_the_cache_up_to_its_shared_prefix_where_the_cache_was_cut_there_too(
+        common: int, clean: int, clean_prefix: int, prompt: int, prefix: int, kept: tuple[int, int, int]) -> None:
+    assert cache_to_keep(common, clean, 2500, prompt, 512, prefix, clean_prefix) == kept  # not a next step
+    assert cold_cuts(1380, 1350, 512) == [0, 512, 1024, 1350]
 
 
 @pytest.mark.real_model

@@ -14,9 +14,12 @@ actions (see json_actions). A forced step (tool_choice "required" or a named too
 held by a grammar to one call in the template's own format (see tool_grammar). While tools are on offer, a
 template model's system message ends with an example call in that format (see call_format).
 
-The KV cache is reused in whole micro-batches across conversations (cache_to_keep), so a seeded run's
-logits never depend on what ran before it; with a prefix store, the prefix a configuration's prompts share
-(system prompt and tools) is kept on disk for the next process (prefix_store, llamacpp_state).
+A prompt that opens a conversation is evaluated in the same pieces every time: the prefix its configuration
+shares with every other conversation (system prompt and tools) on its own, then the rest, each cut into
+micro-batches from its start (cold_cuts). Across conversations the KV cache is kept only up to such a cut
+(cache_to_keep), so a seeded run's logits never depend on what ran before it, and a new conversation
+evaluates only its own question; with a prefix store, the shared prefix is kept on disk for the next process
+(prefix_store, llamacpp_state).
 """
 
 from __future__ import annotations
@@ -158,7 +161,7 @@ class LlamaCppModel(ChatModel):
                 kwargs["seed"] = seed
             if (grammar := self._grammar(tools, tool_choice)) is not None:
                 kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
-            llama.shared_prefix = self._shared_prefix(messages, tools, tool_choice) if llama.kept else ()
+            llama.shared_prefix = self._shared_prefix(messages, tools, tool_choice)
             builder = ResponseBuilder(tools, starts_in_reasoning=self._starts_in_reasoning)
             llama.meter = _Meter()
             llama_cpp.llama_perf_context_reset(llama.ctx)
@@ -205,8 +208,8 @@ class LlamaCppModel(ChatModel):
 
     def keep_prefix(self, messages: list[Message], tools: list[Tool] | None) -> KeptPrefix:
         """Have the KV cache hold the prefix every conversation that opens with these system messages and
-        tools starts with (whole micro-batches), from the prefix store or evaluated now and kept there: what
-        the app does at start-up, so that its first visitor's run does not pay for it."""
+        tools starts with, from the prefix store or evaluated now and kept there: what the app does at
+        start-up, so that its first visitor's run does not pay for it."""
         with self._lock:
             llama = self._llama
             if llama is None:
@@ -219,7 +222,8 @@ class LlamaCppModel(ChatModel):
             if llama.holds(prefix):
                 return KeptPrefix(len(prefix), "held")
             llama.take_prefix(prefix, 0)
-            llama.previous_prompt, llama.clean = 0, len(prefix)  # the next prompt starts a conversation
+            # The next prompt starts a conversation; the cache holds the prefix as a cold evaluation cuts it.
+            llama.previous_prompt, llama.clean, llama.clean_prefix = 0, len(prefix), len(prefix)
             how = "loaded" if llama.meter.restored else "evaluated"
             return KeptPrefix(len(prefix), how, time.monotonic() - started)
 
@@ -238,7 +242,7 @@ class LlamaCppModel(ChatModel):
             if self._llama is None:
                 raise LLMError(f"{self.model_id} was closed")
             result = measure(self._llama)
-            self._llama.clean = self._llama.previous_prompt = 0
+            self._llama.clean = self._llama.clean_prefix = self._llama.previous_prompt = 0
             return result
 
     def _request(self, messages: list[Message], tools: list[Tool] | None, tool_choice: ToolChoice) -> dict[str, Any]:
@@ -268,9 +272,9 @@ class LlamaCppModel(ChatModel):
 
     def _shared_prefix(self, messages: list[Message], tools: list[Tool] | None,
                        tool_choice: ToolChoice) -> tuple[int, ...]:
-        """The whole micro-batches of prompt tokens that every conversation opening with these system messages
-        and tools starts with, whatever its question: what two prompts with different questions share.
-        Remembered for the configurations a run alternates between (a forced step and a free one)."""
+        """The prompt tokens that every conversation opening with these system messages and tools starts
+        with, whatever its question: what two prompts with different questions share. Remembered for the
+        configurations a run alternates between (a forced step and a free one)."""
         head = list(itertools.takewhile(lambda message: message.get("role") == "system", messages))
         if not head:
             return ()
@@ -279,10 +283,9 @@ class LlamaCppModel(ChatModel):
             prompts = [self._prompt_tokens(self._request([*head, {"role": "user", "content": question}], tools,
                                                          tool_choice)) for question in PROBE_QUESTIONS]
             shared = _common_length(*prompts) if all(prompts) else 0
-            ubatch = self._llama.context_params.n_ubatch
             if len(self._prefixes) >= _PREFIXES_REMEMBERED:
                 self._prefixes.clear()
-            self._prefixes[configuration] = tuple(prompts[0][: shared // ubatch * ubatch])
+            self._prefixes[configuration] = tuple(prompts[0][:shared])
         return self._prefixes[configuration]
 
     def _prompt_tokens(self, request: dict[str, Any]) -> list[int]:
@@ -378,22 +381,35 @@ class _Meter:
     decode_thread_sum: int = 0  # that count, summed over them
 
 
-def cache_to_keep(common: int, clean: int, previous_prompt: int, prompt: int, ubatch: int) -> tuple[int, int]:
-    """(prompt tokens to keep from the KV cache, cache positions that stay `clean` after this call).
+def cold_cuts(length: int, prefix: int, ubatch: int) -> list[int]:
+    """Where a cold evaluation cuts a prompt into micro-batches, up to `length`: from the start, and again
+    from the end of the prefix its configuration shares (`prefix` tokens, 0 for none), which is evaluated on
+    its own (llama-cpp-python cuts what it evaluates into micro-batches from where it starts)."""
+    return [*range(0, prefix, ubatch), *range(prefix, length + 1, ubatch)]
+
+
+def cache_to_keep(common: int, clean: int, previous_prompt: int, prompt: int, ubatch: int, prefix: int = 0,
+                  clean_prefix: int = 0) -> tuple[int, int, int]:
+    """(prompt tokens to keep from the KV cache, and the cache's `clean` positions and their `clean_prefix`
+    after this call: the cache's first `clean` tokens are as a cold evaluation of a prompt sharing
+    `clean_prefix` tokens with its configuration's other conversations leaves them).
 
     llama.cpp's logits depend, in their last bits, on how a prompt was cut into micro-batches, so
     keeping the longest prefix a prompt shares with the cache (llama-cpp-python's rule) would make a
     seeded run depend on the run before it: a cold model, a resumed sweep, another question.
     - The next step of the same conversation (this prompt extends the previous one) keeps the whole
       common prefix: how that was evaluated follows from this conversation alone.
-    - Any other prompt keeps only whole micro-batches that were themselves evaluated whole (`clean`),
-      never the whole prompt, so the rest is evaluated in the micro-batches a cold evaluation uses."""
+    - Any other prompt keeps the cache up to a cut its own cold evaluation makes (cold_cuts, with the
+      `prefix` it shares) where the cache was cut the same way up to there, never the whole prompt, so
+      the rest is evaluated in the pieces a cold evaluation uses."""
     if 0 < previous_prompt <= common < prompt:
-        return common, clean
-    keep = min(common, clean) // ubatch * ubatch
-    if keep >= prompt:
-        keep = (prompt - 1) // ubatch * ubatch
-    return max(keep, 0), prompt // ubatch * ubatch
+        return common, clean, clean_prefix
+    limit, keep = min(common, clean, prompt - 1), 0
+    for cut, cached in zip(cold_cuts(prompt, prefix, ubatch), cold_cuts(clean, clean_prefix, ubatch)):
+        if cut != cached or cut > limit:
+            break
+        keep = cut
+    return keep, prompt, prefix
 
 
 @functools.cache
@@ -406,10 +422,11 @@ def _metered_llama_class() -> type:
 
     class MeteredLlama(Llama):  # type: ignore[misc]
         meter = _Meter()
-        clean = 0  # cache positions evaluated as whole micro-batches, in line with a cold evaluation
+        clean = 0  # cache positions in line with a cold evaluation (cache_to_keep)
+        clean_prefix = 0  # the shared prefix that evaluation cut at
         previous_prompt = 0  # tokens of the last prompt evaluated
         kept: _KeptPrefixes | None = None  # where shared prefixes are kept across processes
-        shared_prefix: tuple[int, ...] = ()  # set for each call: whole micro-batches its configuration shares
+        shared_prefix: tuple[int, ...] = ()  # set for each call: the tokens its configuration's prompts share
         capturing = False  # a call only to learn its prompt: generate() raises _PromptCaptured with it
         decode_threads: DecodeThreads | None = None  # None: the count the context was made with, always
 
@@ -422,13 +439,16 @@ def _metered_llama_class() -> type:
             if self.capturing:
                 raise _PromptCaptured(tokens)
             self.meter.prompt_tokens += len(tokens)
-            keep, self.clean = cache_to_keep(self._common(tokens), self.clean, self.previous_prompt, len(tokens),
-                                             self.context_params.n_ubatch)
+            prefix = self.shared_prefix
+            if not (len(prefix) < len(tokens) and tuple(tokens[: len(prefix)]) == prefix):
+                prefix = ()
+            keep, self.clean, self.clean_prefix = cache_to_keep(
+                self._common(tokens), self.clean, self.previous_prompt, len(tokens), self.context_params.n_ubatch,
+                len(prefix), self.clean_prefix)
             self.previous_prompt = len(tokens)
-            reused, prefix = keep, self.shared_prefix
-            if self.kept and keep < len(prefix) < len(tokens) and tuple(tokens[: len(prefix)]) == prefix:
+            reused = keep
+            if keep < len(prefix):  # the shared prefix on its own, as a cold evaluation takes it
                 reused, keep = self.take_prefix(prefix, keep), len(prefix)
-                self.clean = max(self.clean, keep)
             # llama-cpp-python keeps the longest prefix it finds in the first n_tokens: this many.
             self.n_tokens = keep
             self.meter.reused += reused
@@ -463,15 +483,16 @@ def _metered_llama_class() -> type:
 
         def holds(self, prefix: tuple[int, ...]) -> bool:
             """Whether the cache holds the prefix as a cold evaluation would leave it."""
-            return min(self._common(list(prefix)), self.clean) >= len(prefix)
+            size, ubatch = len(prefix), self.context_params.n_ubatch
+            return cache_to_keep(self._common(list(prefix)), self.clean, 0, size + 1, ubatch, size,
+                                 self.clean_prefix)[0] >= size
 
         def take_prefix(self, prefix: tuple[int, ...], keep: int) -> int:
-            """Make the KV cache hold exactly `prefix`, of which it holds the first `keep` tokens (whole
-            micro-batches): loaded from the store, else its rest evaluated now, from a micro-batch boundary as
-            a cold evaluation cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
-            assert self.kept is not None
-            key = PrefixKey(self.kept.setup, prefix)
-            state = self.kept.store.load(key)
+            """Make the KV cache hold exactly `prefix`, of which it holds the first `keep` tokens (a cut of
+            cold_cuts): loaded from the store, if there is one, else its rest evaluated now, from there as a
+            cold evaluation cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
+            key = PrefixKey(self.kept.setup, prefix) if self.kept else None
+            state = self.kept.store.load(key) if self.kept and key else None
             if state is not None:
                 if restore_sequence(self, prefix, state):
                     self.meter.restored += len(prefix)
@@ -479,8 +500,9 @@ def _metered_llama_class() -> type:
                 keep = 0  # llama.cpp refused it and the cache is empty now
             self.n_tokens = keep
             self.eval(list(prefix[keep:]))
-            self.kept.store.save(key, sequence_state(self))
-            self.meter.written += len(prefix)
+            if self.kept and key:
+                self.kept.store.save(key, sequence_state(self))
+                self.meter.written += len(prefix)
             return keep
 
     return MeteredLlama
@@ -491,9 +513,8 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
     """Load with flash attention and the KV cache type asked for (auto: q8_0 with a GPU, f16 on a CPU), then
     with less as the build allows. `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams
     (llama-cpp-python's prompt-lookup decoding; it keeps every position's logits): only bench/prompt_lookup.py
-    sets it, to measure it. `n_ubatch` (None: llama.cpp's 512) only for bench/kv_cache.py: a shared prefix is
-    kept in whole micro-batches, so 128 keeps 1,280 of the packaged models' 1,35x shared tokens where 512 keeps
-    1,024, but on 2 cores it prefilled 0.89 x as fast at a depth of 1,000 (about a second a run either way)."""
+    sets it, to measure it. `n_ubatch` (None: llama.cpp's 512) only for bench/kv_cache.py: on 2 cores 128 prefilled
+    0.89 x as fast at a depth of 1,000 as 512."""
     import llama_cpp
 
     if not path.is_file():
@@ -569,7 +590,8 @@ def kv_cache_type(kv_cache: str) -> str:
 
 
 def _aligned_reuse(llama: Any) -> str:
-    return f"aligned to {llama.context_params.n_ubatch}-token micro-batches across conversations"
+    return (f"across conversations, up to where a cold evaluation cuts: the shared prefix on its own, then "
+            f"{llama.context_params.n_ubatch}-token micro-batches")
 
 
 def _template_opens_think(llama: Any) -> bool:
