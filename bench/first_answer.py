@@ -2,9 +2,9 @@
 
 A run's limit is what llama.cpp alone needs for the tokens that are really new to it: each step's prompt
 tokens no cache held (input - cacheRead, from its session.jsonl) evaluated at the depth they sit at (after
-the step's cached tokens), plus its output tokens decoded one at a time, timed here after the runs, in the
-same invocation, on the same model with the runtime's settings but no harness, chat template or sampler
-(`LlamaCppModel.replay_time`). Prefill slows with depth, so the speed of a short cold prompt (printed
+the step's cached tokens), plus its output tokens decoded one at a time, timed here right after each run (the
+machine's speed drifts from minute to minute), on the same model with the runtime's settings but no harness,
+chat template or sampler (`LlamaCppModel.replay_time`). Prefill slows with depth, so the speed of a short cold prompt (printed
 too, as "raw llama.cpp") would make a limit no run can meet. The fresh process is `python -m
 searchbox run` with no flags but the model, after the prompt prefix was kept on disk (by this script, as
 an earlier process would have); the warm app is `python app.py` once it has evaluated its prefix at
@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -77,8 +78,10 @@ def fresh_process(env: dict[str, str], job_dir: Path) -> float:
     return seconds
 
 
-def warm_app(env: dict[str, str], jobs: Path, model: str, asks: int) -> list[tuple[float, Path]]:
-    """The app started, its prefix kept at start-up, then the question asked `asks` times, one after another."""
+def warm_app(env: dict[str, str], jobs: Path, model: str, asks: int,
+             after_each: Callable[[Path], None]) -> list[tuple[float, Path]]:
+    """The app started, its prefix kept at start-up, then the question asked `asks` times, one after another,
+    `after_each` called on each run's job folder before the next ask."""
     from gradio_client import Client
 
     port = free_port()
@@ -107,6 +110,7 @@ def warm_app(env: dict[str, str], jobs: Path, model: str, asks: int) -> list[tup
             seconds = time.perf_counter() - submitted
             [job_dir] = [p for p in jobs.iterdir() if p not in before and (p / "session.jsonl").is_file()]
             timed.append((seconds, job_dir))
+            after_each(job_dir)
         return timed
     finally:
         stop_process(proc)
@@ -133,20 +137,21 @@ def main() -> None:
         raw = model.measure_speed(prompt_tokens=1500, decoded=64)
         print(f"raw llama.cpp, a cold 1,500-token prompt: prefill {raw.prefill_tps:.1f} tok/s, decode "
               f"{raw.decode_tps:.1f} tok/s", flush=True)
-        model.close()  # the fresh process and the app load their own
-        fresh = Path(home) / "fresh"
-        runs = [("fresh process (python -m searchbox run)", fresh_process(env, fresh), fresh)]
-        if not args.skip_app:
-            runs += [(f"warm app, ask {ask}", seconds, job_dir)
-                     for ask, (seconds, job_dir) in enumerate(warm_app(env, jobs, args.model, asks=2), start=1)]
-        model = connect_for_run(settings).model
-        limits = []
-        for _label, _seconds, job_dir in runs:
+        limits: list[float] = []
+
+        def limit(job_dir: Path) -> None:  # idle while the run's own process waits: the same machine, minutes apart
             timed = model.replay_time(step_shapes(job_dir))
             limits.append(timed.seconds)
             print(f"{job_dir.name}: llama.cpp alone {timed.prefill_s:.1f} s for {timed.new_prompt:,} new prompt "
                   f"tokens at their depth ({timed.new_prompt / max(timed.prefill_s, 1e-9):.1f} tok/s), "
                   f"{timed.decode_s:.1f} s for {timed.output:,} output tokens", flush=True)
+
+        fresh = Path(home) / "fresh"
+        runs = [("fresh process (python -m searchbox run)", fresh_process(env, fresh), fresh)]
+        limit(fresh)
+        if not args.skip_app:
+            runs += [(f"warm app, ask {ask}", seconds, job_dir) for ask, (seconds, job_dir)
+                     in enumerate(warm_app(env, jobs, args.model, asks=2, after_each=limit), start=1)]
         model.close()
         print("run | seconds | limit s | ratio | the run's own s (LLM / tools) | steps | prompt tokens | "
               "new prompt tokens | output tokens | stop")
