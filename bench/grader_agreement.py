@@ -54,9 +54,11 @@ def grade(pairs: list[Row], questions: dict[str, dict]) -> list[Row]:
     """Each pair with the old matcher's status (present / absent) and the new one's, with its explanation."""
     graded = []
     for pair in pairs:
-        match = match_fact(pair["fact"], pair["answer"], questions[pair["question_id"]]["question"])
+        question = questions[pair["question_id"]]["question"]
+        match = match_fact(pair["fact"], pair["answer"], question)
         old = "present" if span_present(pair["fact"], pair["answer"]) else "absent"
-        graded.append({**pair, "old": old, "new": match.status, "why": match.explain()})
+        graded.append({**pair, "old": old, "new": match.status, "why": match.explain(),
+                       "asked": match_fact(pair["fact"], question).present})
     return graded
 
 
@@ -72,6 +74,11 @@ def answers(rows: list[Row]) -> dict[str, list[Row]]:
     for row in rows:
         grouped[row["answer_id"]].append(row)
     return grouped
+
+
+def asked(group: list[Row]) -> list[bool]:
+    """Which of an answer's facts its question itself states: they earn no partial credit (score's rule)."""
+    return [r["asked"] for r in group]
 
 
 def ratio(a: int, b: int) -> str:
@@ -107,8 +114,9 @@ def figures(rows: list[Row]) -> None:
     print("|---|---|---|---|")
     for name, keep in per_answer:
         grouped = [g for g in answers(rows).values() if keep(g[0])]
-        old = sum(verdict([r["old"] for r in g]) == verdict([r["label"] for r in g]) for g in grouped)
-        new = sum(verdict([r["new"] for r in g]) == verdict([r["label"] for r in g]) for g in grouped)
+        old = sum(verdict([r["old"] for r in g]) == verdict([r["label"] for r in g], asked(g)) for g in grouped)
+        new = sum(verdict([r["new"] for r in g], asked(g)) == verdict([r["label"] for r in g], asked(g))
+                  for g in grouped)
         print(f"| {name} | {len(grouped)} | {ratio(old, len(grouped))} | {ratio(new, len(grouped))} |")
 
 
@@ -140,7 +148,7 @@ def judge(rows: list[Row], questions: dict[str, dict], overrides: list[str], url
     for group in grouped.values():
         question = questions[group[0]["question_id"]]
         judged = judge_answer(model, question, group[0]["answer"])
-        truth, new = verdict([r["label"] for r in group]), verdict([r["new"] for r in group])
+        truth, new = verdict([r["label"] for r in group], asked(group)), verdict([r["new"] for r in group], asked(group))
         tally[(truth, judged["verdict"])] += 1
         lexical += judged["verdict"] == new
         print(f"  {group[0]['answer_id']} {group[0]['set']:<13} label {truth:<8} judge {judged['verdict']:<8} "
@@ -179,7 +187,8 @@ def rescore(folders: list[Path], questions: dict[str, dict]) -> None:
         facts = question["must_facts"] + question.get("computed_facts", [])
         old = ["present" if span_present(f, answer) else "absent" for f in facts]
         new = [match_fact(f, answer, question["question"]) for f in facts]
-        before, after = verdict(old), verdict([m.status for m in new])
+        stated = [match_fact(f, question["question"]).present for f in facts]
+        before, after = verdict(old), verdict([m.status for m in new], stated)
         changed += before != after
         print(f"== {job} ({question['id']}): {before} -> {after}")
         for fact, o, m in zip(facts, old, new):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchbox.evaluation.scoring import answer_verdict
+from searchbox.evaluation.scoring import answer_verdict, fact_verdict
 from searchbox.records.fact_match import match_fact
 from searchbox.citations.facts import span_present
 
@@ -143,3 +143,35 @@ def test_a_wrong_figure_makes_the_answer_wrong_not_partial() -> None:
     assert answer_verdict(["present", "contradicted"]) == "wrong"
     assert answer_verdict(["present", "absent"]) == "partial"
     assert answer_verdict(["present", "present"]) == "correct" and answer_verdict(["absent"]) == "wrong"
+
+
+# Three answers of the 2026-12-05 hits-shown sweep whose grader-3 labels a reading overturned.
+ROOTMODEL = ("The FastAPI agent skill recommends Pydantic RootModel for list responses because it allows FastAPI to "
+             "automatically create a Pydantic `TypeAdapter` for the type annotations, making the types work normally "
+             "without the need for custom wrapper models.")
+THREADPOOLCTL = ("The command to describe the thread pools loaded when importing numpy and scipy.linalg is python3 -c "
+                 "\"import threadpoolctl; print(threadpoolctl.threadpool_info())\" [s1].")
+
+
+def test_a_denial_of_something_else_does_not_hold_a_fact_that_denies() -> None:
+    match = match_fact("Do not use Pydantic RootModels", ROOTMODEL)
+    assert match.status == "contradicted" and match.conflict == {"polarity": "asserted where the fact denies"}
+    assert match_fact("Do not use Pydantic RootModels", "Pydantic RootModels are not recommended here.").present
+
+
+def test_a_command_is_found_as_written_not_by_the_words_another_command_shares() -> None:
+    fact = "python -m threadpoolctl -i numpy scipy.linalg"
+    assert match_fact(fact, THREADPOOLCTL).status == "absent"
+    assert match_fact(fact, THREADPOOLCTL).style == "code"
+    assert match_fact(fact, "Run `python -m threadpoolctl -i numpy scipy.linalg` [s1].").present
+
+
+def test_facts_the_question_itself_states_earn_no_partial_credit() -> None:
+    question = "What is the default ping interval of sse-starlette's EventSourceResponse?"
+    echo = "The ping interval used by default by sse-starlette's EventSourceResponse is 10 seconds."
+    facts = [fact_verdict(fact, "must", echo, question) for fact in ("15", "ping")]
+    assert [f["status"] for f in facts] == ["absent", "present"] and [f["asked"] for f in facts] == [False, True]
+    assert answer_verdict([f["status"] for f in facts], [f["asked"] for f in facts]) == "wrong"
+    right = [fact_verdict(fact, "must", "It pings every 15 seconds.", question) for fact in ("15", "ping")]
+    assert answer_verdict([f["status"] for f in right], [f["asked"] for f in right]) == "correct"
+    assert answer_verdict(["present", "absent"], [False, True]) == "partial"  # a fact of its own: partial

@@ -58,7 +58,7 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     contradicted = sum(f["status"] == "contradicted" for f in facts)
     score["facts"] = facts
     score["fact_recall"] = present / len(facts) if facts else None
-    score["verdict"] = answer_verdict([f["status"] for f in facts])
+    score["verdict"] = answer_verdict([f["status"] for f in facts], [f["asked"] for f in facts])
     if answer is None:
         score["reason"] = "the run has no work/ANSWER.md"
     elif not answer.strip():
@@ -74,19 +74,24 @@ def score_run(job_dir: Path, question: dict[str, Any], judge: ChatModel | None =
     return score
 
 
-def answer_verdict(statuses: list[str]) -> str:
-    """correct when every fact is present; wrong when none is, or when the answer states another figure or
-    the opposite for one (a contradicted fact: a wrong figure earns no credit); partial otherwise."""
-    present = sum(s == "present" for s in statuses)
-    if statuses and present == len(statuses):
+def answer_verdict(statuses: list[str], asked: list[bool] | None = None) -> str:
+    """correct when every fact is present; wrong when none is, or only facts the question itself states
+    (`asked`: "ping" in "What is the default ping interval?"; an answer that repeats the question holds
+    them), or when the answer states another figure or the opposite for one (a contradicted fact: a wrong
+    figure earns no credit); partial otherwise."""
+    present = [s == "present" for s in statuses]
+    if statuses and all(present):
         return "correct"
-    return "partial" if present and "contradicted" not in statuses else "wrong"
+    earned = any(p and not (asked and asked[i]) for i, p in enumerate(present))
+    return "partial" if earned and "contradicted" not in statuses else "wrong"
 
 
 def fact_verdict(fact: str, kind: str, answer: str, question: str = "") -> dict[str, Any]:
-    """One fact's entry in a score: present, status, the passage it rests on and a line explaining it."""
+    """One fact's entry in a score: present, status, the passage it rests on, a line explaining it, and
+    whether the question itself states it (`asked`)."""
     match = match_fact(fact, answer, question)
-    return {"fact": fact, "kind": kind, "present": match.present, **match.as_dict(), "explanation": match.explain()}
+    return {"fact": fact, "kind": kind, "present": match.present, **match.as_dict(), "explanation": match.explain(),
+            "asked": bool(question) and match_fact(fact, question).present}
 
 
 def checked_citations(job_dir: Path, answer: str) -> dict[str, Any]:

@@ -27,7 +27,11 @@ floor of 1.25%"; "a two-year term" for "three (3) years") - provided the clause 
 about: it says one of the fact's other words, and for a clash through the word after the value
 ("years"), the word leading to it ("renewals are for two years"). A figure said to be approximate
 ("about 800,000") contradicts only one it does not round. A fact is contradicted too when the passage
-negates it ("not modified" for "modified") or, for a fact that denies, holds no denial at all.
+negates it ("not modified" for "modified") or, for a fact that denies, holds no denial of its words (a
+negation in a clause that says one of them, or an opening "No.").
+
+A command or a call ("python -m threadpoolctl -i numpy scipy.linalg", "get_config()") is code: it is found only
+as citations/facts.py finds it, never by its words, which another command shares.
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ from searchbox.citations.facts import ACCOUNTING, normalize, span_present
 # Raised whenever a change can turn a verdict: rows graded by different versions are never pooled.
 # 1: citations/facts.py alone (canonical form, or partial_ratio >= 90 with the numbers); 2: this module.
 # 3: "3x" is "three times"; a fact "label: Value" is present where its value is, under its label's words.
-LEXICAL_VERSION = 3
+# 4: a denial counts only in a clause that says the fact's words; code only as written; and (evaluation/
+# scoring.py) a fact the question itself states earns no partial credit.
+LEXICAL_VERSION = 4
 STATUSES = ("present", "contradicted", "absent")
 CLAIM_SHARE = 0.6  # of a claim's content weight, in one passage
 CLAIM_WORDS = 4  # a fact of this many words or more, not all a name, is a claim; a shorter one a span
@@ -55,6 +61,8 @@ _SLOT_REACH = 2  # in an answer, a value stands beside a word within this many s
 _PHRASE_GAP = 2  # in a fact, beside means at most this many function words between ("renewals are for two")
 _ROUNDING = 0.1  # "about 800,000" rounds 804,414; "around 100KB" is not "about 16KB"
 _NEGATING_PREFIX = "un"
+# An option of a command ("-m", "--user") after a space, or a call ("get_config(", "f()").
+_CODE = re.compile(r"(?:^|\s)--?[A-Za-z]|\w\(")
 _NAME_WEIGHT = 2.0
 _FUZZY_WORD = 88  # rapidfuzz ratio of two words of 6+ letters: a spelling variant, not another word
 _PREFIX = 5  # a stem of 5+ letters that starts the other's stem: "renew" / "renewal"
@@ -89,7 +97,7 @@ class FactMatch:
     """A fact's verdict in an answer and what it rests on."""
     status: str  # present | contradicted | absent
     rule: str  # exact | fuzzy | words (all parts in a passage) | claim (enough parts) | accounting | label | none
-    style: str  # span (a short phrase or a name) | claim (a sentence of CLAIM_WORDS words or more)
+    style: str  # span (a short phrase or a name) | claim (a sentence of CLAIM_WORDS words or more) | code
     passage: str | None = None  # the answer's passage that holds it, contradicts it, or comes closest
     missing: list[str] = field(default_factory=list)  # the fact's parts that passage lacks
     conflict: dict[str, str] | None = None  # {"expected", "found", "beside"}, or {"polarity"}
@@ -168,6 +176,8 @@ def match_fact(fact: str, answer: str, question: str = "") -> FactMatch:
                 else "exact" if f" {normalize(fact)} " in f" {normalize(answer)} " else "fuzzy")
         holder = next((p for p in passages if span_present(fact, p.text)), None)
         return FactMatch("present", rule, parsed.style, holder.text if holder else None)
+    if _CODE.search(fact):  # another command says most of its words: "python3 -c 'import threadpoolctl'"
+        return FactMatch("absent", "none", "code", None, [fact])
     given = _given(parsed, question, passages)
     contradiction: FactMatch | None = None
     closest: tuple[float, _Passage, list[str]] | None = None
@@ -351,17 +361,27 @@ def _near(expected: str, found: str) -> bool:
 
 def _polarity_clash(fact: _Fact, passage: _Passage, said: set[str], held: set[str]) -> str | None:
     """The passage denies what the fact asserts (a negation just before its words, in their clause) or,
-    for a fact that denies, holds no denial at all (an opening "No." counts; so does "unmodified")."""
-    if fact.negated:
-        denied = any(t.text in _NEGATIONS or _negated_word(t, said) for t in passage.tokens)
-        return None if denied else "asserted where the fact denies"
+    for a fact that denies, holds no denial of its words: a negation in a clause that says one of them
+    ("RootModels are not recommended"; "unmodified" counts), or an opening "No.". A negation elsewhere in
+    the passage ("... without the need for wrapper models") denies something else."""
     matched = [i for i, t in enumerate(passage.tokens)
                if (t.value and t.text in held) or (not t.value and any(_same_word(w, t) for w in said))]
+    if fact.negated:
+        clauses = {passage.tokens[i].clause for i in matched}
+        denied = any((t.text in _NEGATIONS or _negated_word(t, said))
+                     and (t.clause in clauses or _opening_no(t, passage)) for t in passage.tokens)
+        return None if denied else "asserted where the fact denies"
     for i, token in enumerate(passage.tokens):
         if token.text in _NEGATIONS and any(0 < j - i <= _SLOT_REACH and passage.tokens[j].clause == token.clause
                                             for j in matched):
             return f"negated by {token.text!r}"
     return None
+
+
+def _opening_no(token: _Token, passage: _Passage) -> bool:
+    """An answer's opening "No." (a clause of its own), which answers the question with a denial."""
+    return token.text == "no" and token is passage.tokens[0] and all(
+        t.clause != token.clause for t in passage.tokens[1:])
 
 
 def _negated_word(token: _Token, words: set[str]) -> bool:
