@@ -112,7 +112,7 @@ def test_a_sweep_with_the_real_packaged_model_on_a_local_ray_cluster(tmp_path: P
         assert row["endpoint"] is None and row["node"] and row["score"]["verdict"] in ("correct", "partial", "wrong")
         meta = read_json(out / row["job_dir"] / "run_meta.json")
         assert meta["model_id"].startswith("gemma-3-270m") and meta["backends"]["llm"] == "llamacpp"
-        assert meta["backends"]["llm_runtime"]["kv_reuse"].startswith("aligned")  # how the node's runtime kept its cache
+        assert "shared prefix on its own" in meta["backends"]["llm_runtime"]["kv_reuse"]  # how the node kept its cache
     assert read_json(out / "sweep.json")["engine"] == "ray" and read_json(out / "summary.json")["runs"] == 4
 
 

@@ -134,7 +134,7 @@ class LlamaCppModel(ChatModel):
                 return
             setup = setup_key(self._llama, gguf_digest(self.path), self.runtime)
             self._llama.kept = _KeptPrefixes(store, setup)
-            self.runtime["kv_reuse"] = (f"{_aligned_reuse(self._llama)}; shared prefixes kept on disk across "
+            self.runtime["kv_reuse"] = (f"{_kv_reuse_rule(self._llama)}; shared prefixes kept on disk across "
                                         "processes")
 
     def stream(
@@ -570,7 +570,7 @@ def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int
             "decode_threads": (f"the cores other work leaves idle, 1 to {governor.most}, decided each second"
                                if governor else "fixed"),
             "fallbacks": errors,
-            "kv_reuse": _aligned_reuse(llama),
+            "kv_reuse": _kv_reuse_rule(llama),
             "prompt_lookup": prompt_lookup,
             # The same seed writes other tokens on a build with other vector kernels (their sums round
             # differently): 418 against 274 output tokens for one question on an AVX2 and an AVX-512 build.
@@ -589,7 +589,7 @@ def kv_cache_type(kv_cache: str) -> str:
     return "q8_0" if llama_cpp.llama_supports_gpu_offload() else "f16"
 
 
-def _aligned_reuse(llama: Any) -> str:
+def _kv_reuse_rule(llama: Any) -> str:
     return (f"across conversations, up to where a cold evaluation cuts: the shared prefix on its own, then "
             f"{llama.context_params.n_ubatch}-token micro-batches")
 
