@@ -29,7 +29,7 @@ def setup_key(llama: Any, gguf_sha256: str, runtime: dict[str, Any]) -> dict[str
         "flash_attn": runtime["flash_attn"],
         "gpu_offload": runtime["gpu_offload"],
         "llama_cpp": llama_cpp.__version__,
-        "build": llama_cpp.llama_print_system_info().decode(errors="replace"),
+        "build": runtime["build"],  # the run record's: llama.cpp's system info, as backends.llm_runtime names it
     }
 
 
