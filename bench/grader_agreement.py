@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.assets import BUILTIN_QUESTIONS, PYDOCS_CLAIM_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
-from searchbox.evaluation.scoring import answer_verdict as verdict  # noqa: E402
+from searchbox.evaluation.scoring import answer_verdict as verdict, asked_by  # noqa: E402
 from searchbox.records.fact_match import match_fact  # noqa: E402
 from searchbox.records.job_folder import JobFolder  # noqa: E402
 from searchbox.citations.facts import span_present  # noqa: E402
@@ -58,7 +58,7 @@ def grade(pairs: list[Row], questions: dict[str, dict]) -> list[Row]:
         match = match_fact(pair["fact"], pair["answer"], question)
         old = "present" if span_present(pair["fact"], pair["answer"]) else "absent"
         graded.append({**pair, "old": old, "new": match.status, "why": match.explain(),
-                       "asked": match_fact(pair["fact"], question).present})
+                       "asked": asked_by(pair["fact"], question)})
     return graded
 
 
@@ -187,7 +187,7 @@ def rescore(folders: list[Path], questions: dict[str, dict]) -> None:
         facts = question["must_facts"] + question.get("computed_facts", [])
         old = ["present" if span_present(f, answer) else "absent" for f in facts]
         new = [match_fact(f, answer, question["question"]) for f in facts]
-        stated = [match_fact(f, question["question"]).present for f in facts]
+        stated = [asked_by(f, question["question"]) for f in facts]
         before, after = verdict(old), verdict([m.status for m in new], stated)
         changed += before != after
         print(f"== {job} ({question['id']}): {before} -> {after}")

@@ -91,7 +91,12 @@ def fact_verdict(fact: str, kind: str, answer: str, question: str = "") -> dict[
     whether the question itself states it (`asked`)."""
     match = match_fact(fact, answer, question)
     return {"fact": fact, "kind": kind, "present": match.present, **match.as_dict(), "explanation": match.explain(),
-            "asked": bool(question) and match_fact(fact, question).present}
+            "asked": asked_by(fact, question)}
+
+
+def asked_by(fact: str, question: str) -> bool:
+    """Whether the question itself states the fact: then it earns an answer no partial credit."""
+    return bool(question) and match_fact(fact, question).present
 
 
 def checked_citations(job_dir: Path, answer: str) -> dict[str, Any]:
