@@ -267,6 +267,10 @@ class Settings:
     searchbox_jobs_max_mb: int = knob(
         20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)"
     )
+    searchbox_explore_disk_mb: int = knob(
+        16, "disk space a dataroom loaded in the app's explorer may take beyond the dataroom (JOB_DISK_MB when that is "
+        "less): the explorer's write and edit tools, which a visitor calls with no model between, refuse to pass it"
+    )
     searchbox_max_queued_runs: int = knob(
         5, "runs one visitor of the app may have queued, running or preempted at once (0 = no limit)"
     )
@@ -397,7 +401,8 @@ class Settings:
         if self.tool_output_bytes < 1024:
             raise SettingsError("TOOL_OUTPUT_BYTES must be at least 1024")
         for name in ("turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn", "bash_timeout_seconds",
-                     "bash_disk_mb", "job_disk_mb", "job_files", "llm_timeout_seconds", "llm_attempts"):
+                     "bash_disk_mb", "job_disk_mb", "job_files", "llm_timeout_seconds", "llm_attempts",
+                     "searchbox_explore_disk_mb"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         if self.searchbox_max_upload_mb < 1:

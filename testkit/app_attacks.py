@@ -168,7 +168,7 @@ def _delete_as_a_space_app(s: Scene) -> None:
                         os.lchown(Path(folder) / name, owner.st_uid, owner.st_gid)
             prefix = [setpriv, f"--reuid={owner.st_uid}", f"--regid={owner.st_gid}", "--clear-groups"]
     code = ("import sys; from pathlib import Path; "
-            "from searchbox.dataroom.work_dir import remove_job_folder; remove_job_folder(Path(sys.argv[1]))")
+            "from searchbox.records.removal import remove_job_folder; remove_job_folder(Path(sys.argv[1]))")
     done = subprocess.run([*prefix, sys.executable, "-c", code, str(s.job)], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     if done.returncode != 0 or s.job.exists():

@@ -28,6 +28,22 @@ from searchbox.citations.ledger import SourceLedger  # noqa: E402
 from searchbox.tools.tool import ToolContext  # noqa: E402
 from testkit.small_room import SMALL_DATAROOM, write_tree  # noqa: F401  (tests import them from here too)
 
+
+def deep_chain(top: Path, depth: int, leaf: str = "f.txt") -> None:
+    """`top`/d/d/.../d/`leaf`, `depth` folders deep, as one `mkdir -p` in bash or the old explorer `write` made
+    it (issue #43): built through folder handles, since its path outgrows PATH_MAX."""
+    top.mkdir(parents=True, exist_ok=True)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            fd, above = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(above)
+        os.close(os.open(leaf, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
 # A small dataroom whose facts the retrieval tests look for.
 @pytest.fixture
 def source(tmp_path: Path) -> Path:

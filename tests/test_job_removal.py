@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import deep_chain
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -36,7 +38,7 @@ def unprivileged_prefix() -> list[str]:
 
 def remove_unprivileged(folder: Path) -> subprocess.CompletedProcess[str]:
     code = ("import sys; from pathlib import Path; "
-            "from searchbox.dataroom.work_dir import remove_job_folder; remove_job_folder(Path(sys.argv[1]))")
+            "from searchbox.records.removal import remove_job_folder; remove_job_folder(Path(sys.argv[1]))")
     return subprocess.run([*unprivileged_prefix(), sys.executable, "-c", code, str(folder)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
@@ -85,3 +87,52 @@ def test_a_link_in_place_of_the_job_folder_is_removed_not_its_target(tmp_path: P
     assert result.returncode == 0, result.stderr
     assert not job.is_symlink() and not job.exists()
     assert (target / "keep.txt").read_text() == "keep\n"
+
+
+def remove_with_few_handles(folder: Path, max_fds: int = 64) -> subprocess.CompletedProcess[str]:
+    """remove_job_folder in a child without root's permission override, allowed `max_fds` open files."""
+    code = ("import resource, sys; from pathlib import Path; "
+            f"resource.setrlimit(resource.RLIMIT_NOFILE, ({max_fds}, {max_fds})); "
+            "from searchbox.records.removal import remove_job_folder; remove_job_folder(Path(sys.argv[1]))")
+    return subprocess.run([*unprivileged_prefix(), sys.executable, "-c", code, str(folder)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_a_chain_2000_folders_deep_is_removed_with_64_handles(tmp_path: Path) -> None:
+    """Issue #43: a 1,990-deep chain (three explorer `write` calls, or one bash `mkdir -p`) made the recursive
+    removal die of RecursionError, and would have needed an open handle per level."""
+    job = tmp_path / "job"
+    deep_chain(job / "work", 2000)
+
+    result = remove_with_few_handles(job)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not job.exists()
+
+
+def test_deep_in_a_chain_links_are_never_followed_and_locks_are_undone(tmp_path: Path) -> None:
+    """Folders hoisted up from deep in a chain keep the rules of issue #32: a link bash left down there, in a
+    folder it made read-only, is removed and its target's mode left alone; folders locked with chmod 0 go."""
+    host_file = tmp_path / "host.txt"
+    host_file.write_text("host\n")
+    host_file.chmod(0o644)
+    job = tmp_path / "job"
+    deep_chain(job / "work", 300)
+    bottom = job / "work"
+    fd = os.open(bottom, os.O_RDONLY | os.O_DIRECTORY)
+    for level in range(300):  # down the chain by handles: its path outgrows nothing here, but stay honest
+        if level in (40, 41, 250):
+            os.symlink(host_file, "x", dir_fd=fd)
+            os.fchmod(fd, 0o555)  # chmod 555: the link cannot be unlinked until the folder's own handle is
+        fd, above = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        if level in (100, 200):
+            os.fchmod(above, 0)  # chmod 0 on a folder in the middle of the chain
+        os.close(above)
+    os.close(fd)
+
+    result = remove_with_few_handles(job)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert stat.S_IMODE(host_file.stat().st_mode) == 0o644, "a host file's mode changed through a link"
+    assert host_file.read_text() == "host\n"
+    assert not job.exists()

@@ -5,6 +5,9 @@ job never is; one visitor may have only so many runs waiting. Real job folders, 
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,9 +17,11 @@ import pytest
 from searchbox.jobs.store import EXPLORE_PER_ADDRESS, STATE_FILE, JobRecord, JobStore, QueueLimits
 from searchbox.records.files import write_json
 from searchbox.settings import Settings
+from conftest import deep_chain
 
 DAY = 86400.0
 MB = 2**20
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def settings(**knobs: object) -> Settings:
@@ -132,6 +137,68 @@ def test_explorer_datarooms_never_cost_another_visitor_a_finished_run(store: Job
     assert not folders[0].exists() and folders[2].exists() and finished.id in left(store)
     JobStore(store.root)  # a restarted app: no page session holds any of them any more
     assert not any(f.exists() for f in folders)
+
+
+def test_a_chain_2000_deep_in_an_explorer_folder_stops_neither_eviction_nor_a_restart(store: JobStore) -> None:
+    """Issue #43: three explorer `write` calls built a 1,990-deep chain; past SEARCHBOX_JOBS_MAX_MB another
+    visitor's explorer load raised RecursionError, and so did every start of the app after."""
+    knobs = settings(searchbox_keep_days=0, searchbox_jobs_max_mb=1)
+    hostile = store.scratch_folder(knobs, "a" * 32)
+    deep_chain(hostile / "work", 1990)
+    (hostile / "room.bin").write_bytes(b"x" * 2 * MB)
+
+    stranger = store.scratch_folder(knobs, "b" * 32)  # evicts the hostile folder: all of them pass 1 MB
+
+    assert stranger.exists() and not hostile.exists()
+    deep_chain(stranger / "work", 1990)
+    JobStore(store.root)  # a restart
+    assert not any((store.root / ".explore").iterdir())
+    assert not list(store.root.glob(".removing-*"))
+
+
+def test_a_run_whose_work_is_a_chain_2000_deep_is_deleted_and_pruned(store: JobStore, source: Path) -> None:
+    """Issue #43: one bash call built the chain in work/; Delete failed and left a `.removing-*` folder, and
+    the prune before a stranger's next run made that run fail, as did every start after."""
+    deleted = job(store, source, "done", days_ago=0)
+    old = job(store, source, "done", days_ago=30)
+    for record in (deleted, old):
+        deep_chain(store.job_dir(record.id) / "work", 1990)
+    deep_chain(store.root / ".removing-cut-short-by-a-crash", 1990)
+
+    assert store.delete(deleted.id)
+    fresh = store.create("a stranger's next run", source, {}, "bob", settings(searchbox_keep_days=14))
+
+    assert left(store) == {fresh.id}
+    JobStore(store.root)  # a restart
+    assert not list(store.root.glob(".removing-*"))
+
+
+def test_a_folder_that_cannot_be_removed_is_set_aside_and_said(store: JobStore, source: Path) -> None:
+    """A folder removal cannot finish (here a mount point: EBUSY, as no chmod can help) must not stop the
+    app's start, a Delete or the next run: it is renamed to `.removing-*`, logged, and removed at a later start."""
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace here to make a mount point in a job folder")
+    finished = job(store, source, "done", days_ago=0)
+    explorer = store.scratch_folder(settings(), "a" * 32)
+    mounts = [store.job_dir(finished.id) / "work" / "mnt", explorer / "work" / "mnt"]
+    for mount in mounts:
+        mount.mkdir(parents=True)
+    code = ("import logging, sys; from pathlib import Path; logging.basicConfig(level=logging.INFO); "
+            "from searchbox.jobs.store import JobStore; store = JobStore(Path(sys.argv[1])); "
+            "print('deleted', store.delete(sys.argv[2]))")
+    mount_all = " && ".join(f"mount -t tmpfs none '{m}' && touch '{m}/f'" for m in mounts)
+    result = subprocess.run([unshare, "-m", "--propagation", "private", "sh", "-c",
+                             f'{mount_all} && exec "$@"', "sh", sys.executable, "-c", code, str(store.root), finished.id],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "deleted True" in result.stdout
+    assert result.stderr.count("tried again at the next start") == 2, result.stderr
+    assert len(list(store.root.glob(".removing-*"))) == 2 and not any((store.root / ".explore").iterdir())
+    assert store.create("the next run", source, {}, "bob", settings()).id in left(store)
+    JobStore(store.root)  # the next start, the mounts gone with their namespace
+    assert not list(store.root.glob(".removing-*"))
 
 
 def test_one_address_holds_only_so_many_explorer_datarooms(store: JobStore) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from searchbox.dataroom.work_dir import remove_job_folder
+from searchbox.records.removal import remove_job_folder
 from searchbox.jobs.job import create_job
 from searchbox.records.files import read_json, write_json
 from searchbox.settings import Settings, without_userinfo
@@ -113,11 +113,11 @@ class JobStore:
         self._creating: dict[str, tuple[str, str]] = {}
         self._finished_bytes: dict[str, int] = {}  # a finished job no longer grows: measured once
         self._remove_stale_staging()
-        for path in root.glob(_REMOVING + "*"):  # a prune cut short by a crash
-            remove_job_folder(path)
+        for path in root.glob(_REMOVING + "*"):  # a prune cut short by a crash, or a folder set aside
+            self.discard(path)
         # Explorer folders belong to the page sessions of a process; none outlives it.
         for path in (root / EXPLORE_DIR).glob("*"):
-            remove_job_folder(path)
+            self.discard(path)
         self._visitor_key = b""  # read or made on first use
 
     def _remove_stale_staging(self) -> None:
@@ -129,7 +129,7 @@ class JobStore:
                 continue
             if stale:
                 log.info("removing %s, left by an interrupted job creation", path.name)
-                remove_job_folder(path)
+                self.discard(path)
 
     def visitor_of(self, address: str) -> str:
         """The digest of a client address that job.json keeps (empty for none): keyed with this store's
@@ -154,7 +154,7 @@ class JobStore:
                              key=lambda p: p.stat().st_mtime)
             own = [p for p in folders if p.name.startswith(owner + "-")]
             for path in own[:max(0, len(own) - EXPLORE_PER_ADDRESS + 1)]:  # room for the new one
-                remove_job_folder(path)
+                self.discard(path)
                 folders.remove(path)
             max_bytes = base_settings.searchbox_jobs_max_mb * 2**20
             sizes = {p: _disk_bytes(p) for p in folders} if max_bytes else {}
@@ -162,7 +162,7 @@ class JobStore:
             for path in folders:
                 if not max_bytes or total <= max_bytes:
                     break
-                remove_job_folder(path)
+                self.discard(path)
                 total -= sizes[path]
             return Path(tempfile.mkdtemp(prefix=owner + "-", dir=root))
 
@@ -220,7 +220,7 @@ class JobStore:
             write_json(staging / STATE_FILE, dataclasses.asdict(record))
             os.rename(staging, self.job_dir(job_id))
         except BaseException:
-            remove_job_folder(staging)
+            self.discard(staging)
             raise
         return record
 
@@ -287,10 +287,29 @@ class JobStore:
         return size
 
     def _remove(self, job_id: str) -> None:
-        doomed = self.root / f"{_REMOVING}{job_id}"
-        os.rename(self.job_dir(job_id), doomed)  # out of every listing at once
-        remove_job_folder(doomed)
+        self.discard(self.job_dir(job_id), f"{_REMOVING}{job_id}")
         self._finished_bytes.pop(job_id, None)
+
+    def discard(self, path: Path, aside: str = "") -> None:
+        """Remove a folder of this store (a job's, a staging or an explorer folder), never raising: another
+        visitor's request or the app's start must not fail on what one visitor built. It is renamed out of
+        every listing first (to `aside`, a `.removing-*` name in the root); one that cannot be removed stays
+        there, said in the log, and is tried again at the next start."""
+        doomed = path
+        if not (path.parent == self.root and path.name.startswith(_REMOVING)):
+            doomed = self.root / (aside or f"{_REMOVING}{secrets.token_urlsafe(12)}")
+            try:
+                os.rename(path, doomed)  # out of every listing at once
+            except FileNotFoundError:
+                return
+            except OSError as exc:  # not even renamed: it stays where it is, still counted
+                log.warning("could not set %s aside to remove it (%s)", path.name, exc)
+                return
+        try:
+            remove_job_folder(doomed)
+        except OSError as exc:
+            log.warning("could not remove %s (%s); it stays set aside as %s and is tried again at the next start",
+                        path.name, exc, doomed.name)
 
     def _load(self, job_dir: Path) -> JobRecord | None:
         """The job's record; a missing or corrupt job.json is logged and skipped, never raised."""

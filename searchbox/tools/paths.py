@@ -15,6 +15,11 @@ from searchbox.tools.arguments import ToolArgumentError
 DATAROOM_DIR = DATAROOM_NAME
 # The tools' own scratch space inside work/ (bash spill files, TMPDIR): never inside dataroom/.
 SCRATCH_DIR = ".searchbox"
+# How many components a path in work/ may have (dataroom/ excluded: its depth is the upload's). Source
+# trees, site-packages and npm's flat node_modules stay well under 20 levels; a chain thousands deep
+# (`write d/d/.../f`, one `mkdir -p` in bash) only serves to break whatever walks or removes it later.
+# write and edit refuse deeper paths; after each bash command the job's budget removes deeper folders.
+MAX_DEPTH = 32
 
 
 def dataroom_relative(path: str) -> str:
@@ -48,6 +53,10 @@ def confine_write(work_dir: Path, path: str) -> Path:
     dataroom = (work_dir / DATAROOM_DIR).resolve()
     if target == dataroom or dataroom in target.parents:
         raise ToolArgumentError(f"'{path}' is inside dataroom/, which is read-only; write elsewhere in the working folder")
+    depth = len(target.relative_to(work_dir.resolve()).parts)
+    if depth > MAX_DEPTH:
+        raise ToolArgumentError(f"the path has {depth} components, more than the {MAX_DEPTH} a path in the working "
+                                "folder may have; use a shallower path")
     return target
 
 

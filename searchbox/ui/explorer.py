@@ -25,7 +25,7 @@ from searchbox import inert
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.dataroom.work_dir import remove_job_folder
+from searchbox.records.removal import remove_job_folder
 from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import RETRIEVAL_PRESETS, Settings
 from searchbox.tools.catalog import CATALOG_TOOLS
@@ -56,10 +56,16 @@ def example_arguments(tool: Tool) -> str:
     return json.dumps(args, indent=2)
 
 
-def discard(workspace: Workspace | None) -> None:
+def discard(workspace: Workspace | None, drop: Callable[[Path], None] = remove_job_folder) -> None:
     """Free the disk a loaded dataroom takes: a public app must not keep every upload forever."""
     if workspace is not None:
-        remove_job_folder(workspace.job_dir)
+        drop(workspace.job_dir)
+
+
+def explorer_budget(settings: Settings) -> Settings:
+    """The explorer's tools get SEARCHBOX_EXPLORE_DISK_MB, not a run's JOB_DISK_MB: a visitor calls write
+    directly, with no model between (60 MB in 2.6 s), and each address holds two such folders."""
+    return settings.with_overrides(job_disk_mb=min(settings.job_disk_mb, settings.searchbox_explore_disk_mb))
 
 
 def explorer_settings(settings: Settings, preset: str | None) -> tuple[Settings, list[str]]:
@@ -72,16 +78,18 @@ def explorer_settings(settings: Settings, preset: str | None) -> tuple[Settings,
 
 
 def load_dataroom(upload: str | None, settings: Settings, new_folder: Callable[[], Path],
-                  previous: Workspace | None = None, preset: str | None = None) -> tuple[Workspace, str, list[list[Any]]]:
+                  previous: Workspace | None = None, preset: str | None = None,
+                  drop: Callable[[Path], None] = remove_job_folder) -> tuple[Workspace, str, list[list[Any]]]:
+    """`drop` removes a folder new_folder made (the app's: JobStore.discard, which never raises)."""
     settings, notes = explorer_settings(settings, preset)
     source = Path(upload) if upload else BUILTIN_DATAROOM
     folder = new_folder()
     try:
         workspace = Workspace.create(folder, source, settings)
     except DataroomError as exc:
-        remove_job_folder(folder)
+        drop(folder)
         raise gr.Error(inert.html(exc)) from exc  # it may name the zip's members: Gradio shows it as HTML
-    discard(previous)
+    discard(previous, drop)
     rows = workspace.corpus.statuses()
     read = sum(r["status"] == "ok" for r in rows)
     name = inert.literal(source.name) if upload else "the built-in dataroom"  # the visitor's file name
@@ -112,7 +120,7 @@ class Explorer:
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.settings = services.visitor_settings()
+        self.settings = explorer_budget(services.visitor_settings())
         self.bash = services.settings.searchbox_operator
         self._held: dict[str, Workspace] = {}  # page session -> its loaded dataroom
         self._lock = threading.Lock()
@@ -127,7 +135,8 @@ class Explorer:
              request: gr.Request) -> tuple[Workspace, str, list[list[Any]]]:
         if upload:
             take_upload(self.services.uploads, upload, request)
-        workspace, summary, rows = load_dataroom(upload, self.settings, self.new_folder(request), previous, preset)
+        workspace, summary, rows = load_dataroom(upload, self.settings, self.new_folder(request), previous, preset,
+                                                 self.services.store.discard)
         self._hold(request, workspace)
         return workspace, summary, rows
 
@@ -142,14 +151,14 @@ class Explorer:
         """The tab was closed or reloaded: its dataroom goes now, not an hour later with Gradio's session."""
         with self._lock:
             workspace = self._held.pop(request.session_hash or "", None)
-        discard(workspace)
+        discard(workspace, self.services.store.discard)
 
     def drop(self, workspace: Workspace | None) -> None:
         """The session's state expired (unused for _WORKSPACE_TTL_S)."""
         with self._lock:
             for session in [s for s, held in self._held.items() if held is workspace]:
                 del self._held[session]
-        discard(workspace)
+        discard(workspace, self.services.store.discard)
 
     def _hold(self, request: gr.Request, workspace: Workspace) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from searchbox.cancel import CancelToken
 from searchbox.tools.sandbox import landlock, namespaces, unconfined
-from searchbox.tools.sandbox.budget import JobBudget
+from searchbox.tools.sandbox.budget import JobBudget, too_deep_note
 from searchbox.tools.sandbox.capture import Capture
 from searchbox.tools.sandbox.cgroup import CallGroup
 from searchbox.tools.sandbox.launcher import seccomp_supported
@@ -130,6 +130,8 @@ def run_sandboxed(
         group.kill_and_remove()  # also when the start failed
     restored = dataroom.restore()
     _, removed = budget.enforce()
+    if budget.too_deep:
+        notes.append(too_deep_note(budget.too_deep))
     exit_code = None if stopped else (128 - returncode if returncode < 0 else returncode)
     return SandboxResult(exit_code, capture.text(), stopped == "timeout", stopped == "disk", capture.dropped,
                          level.airgap, capture.lines(), level.name, removed, [*notes, *filter(None, [restored])], peak,
