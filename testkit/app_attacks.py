@@ -38,6 +38,7 @@ from searchbox.agent.run import run_job
 from searchbox.jobs.bundle import downloads
 from searchbox.jobs.job import create_job
 from searchbox.records.job_folder import JobFolder
+from searchbox.records.removal import remove_job_folder
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import choose
 
@@ -175,6 +176,11 @@ def _delete_as_a_space_app(s: Scene) -> None:
         print(f"the job was not deleted (exit {done.returncode}): {done.stderr[-2000:]}")
 
 
+def _job_kept(s: Scene, found: dict[str, bytes]) -> bool:
+    """The Delete failed: the job folder, or part of it, is still there."""
+    return s.job.exists() or _leaked(found)
+
+
 def _budget_kept(s: Scene, found: dict[str, bytes]) -> bool:
     """Counted here, not by the budget's own code: what work/ holds beyond its dataroom, every name."""
     held = 0
@@ -216,6 +222,9 @@ ATTACKS = [
         got_through=_budget_kept),
     Attack("a link to a host file in a folder made read-only, then the job deleted by an app that is not root",
            lambda s: [f"mkdir d && ln -s {s.host_file} d/x && chmod 555 d"], got_through=_host_mode_changed,
+           then=_delete_as_a_space_app),
+    Attack("a chain of folders 1,990 deep in work/, then the job deleted (issue #43: removal recursed and failed)",
+           lambda s: ["mkdir -p $(printf 'd/%.0s' $(seq 1990)) && echo made"], got_through=_job_kept,
            then=_delete_as_a_space_app),
 ]
 
@@ -297,8 +306,7 @@ def _gather_within(job: Path, seconds: float) -> dict[str, bytes] | None:
 
 
 def _remove(base: Path) -> None:
-    for path in base.rglob("*"):  # the namespace level leaves files owned by nobody, some read-only
-        with contextlib.suppress(OSError):
-            if not path.is_symlink():
-                path.chmod(0o700 if path.is_dir() else 0o600)
-    shutil.rmtree(base, ignore_errors=True)
+    """The namespace level leaves files owned by nobody, some read-only, and an attack may leave a chain
+    thousands deep (which rglob and rmtree recurse into): the app's own removal takes them all."""
+    with contextlib.suppress(OSError):
+        remove_job_folder(base)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from searchbox.tools.paths import MAX_DEPTH
 from searchbox.tools.registry import REGISTRY
 from searchbox.tools.sandbox import SandboxConfig, choose, run_sandboxed
 from searchbox.tools.sandbox.budget import measure
@@ -172,6 +173,22 @@ def test_the_bash_tool_says_what_went_past_the_budget(work: Path) -> None:
     out = REGISTRY["bash"].run(ctx, {"command": "fallocate -l 10M a.bin; fallocate -l 12M b.bin"})
     assert out.is_error and "removed what this command wrote past that (b.bin)" in out.text
     assert (work / "a.bin").exists() and not (work / "b.bin").exists()
+
+
+@pytest.mark.parametrize("level", CONFINING)
+def test_a_chain_of_folders_too_deep_is_removed_after_the_command_and_said(level: str, work: Path) -> None:
+    """Issue #43: one `mkdir -p` left a 1,990-deep chain in work/, past any walk or removal's recursion;
+    the budget pass cuts it to MAX_DEPTH components and the output says so. What stood before stays."""
+    level_or_skip(level)
+    run("mkdir -p notes/a && echo keep > notes/a/keep.md", work, level)
+    ctx = ToolContext(work, SourceLedger(), SandboxConfig(level=level))
+    out = REGISTRY["bash"].run(ctx, {"command": "mkdir -p $(printf 'd/%.0s' $(seq 1990)) && echo made"})
+
+    assert "made" in out.text
+    assert f"may have at most {MAX_DEPTH} components: removed what this command made deeper (d/d/d/...)" in out.text
+    deepest = max((e.path.count("/") + 1 for e in measure(work)[1]), default=0)
+    assert deepest == MAX_DEPTH and not any(e.too_deep for e in measure(work)[1])
+    assert (work / "notes" / "a" / "keep.md").read_text() == "keep\n"
 
 
 def test_a_full_budget_is_said_before_writes_fail(work: Path) -> None:
