@@ -14,8 +14,10 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from searchbox.agent.pi.config import PiPaths, base_url, write_agent_dir
-from searchbox.agent.run import _loading_message
+from searchbox.agent.pi.install import pi_problem
+from searchbox.agent.run import _loading_message, run_job
 from searchbox.jobs.bundle import downloads, make_bundle
+from searchbox.jobs.job import create_job
 from searchbox.llm.errors import LLMUnavailable
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.records.events import load_events
@@ -176,3 +178,20 @@ def test_one_function_names_an_endpoint_and_hides_every_form_of_it() -> None:
     for form in ("example", "fd00", "10.0.0.1", "u:p"):
         assert form not in shown.lower(), shown
     assert operator_details(operator) == ()
+
+
+@pytest.mark.skipif(pi_problem() is not None, reason=f"{pi_problem()}")
+def test_pis_error_about_the_endpoint_reaches_the_feed_without_it(tmp_path: Path) -> None:
+    """Under HARNESS=pi, Pi talks to LLAMA_URL itself; what it says of a failing endpoint is the feed's."""
+    with ScriptedEndpoint() as endpoint:
+        netloc = f"LocalHost:{_port(endpoint.url)}"
+        endpoint.default = Fault.http(400, f"no such model at http://{netloc.lower()}/v1")
+        settings = Settings.resolve(env={}, harness="pi", llama_url=f"http://{netloc}/v1", model_id="m",
+                                    retrieval_preset="packaged", searchbox_tools="", llm_attempts=1, turn_budget=1,
+                                    searchbox_cache_dir=str(tmp_path / "cache"))
+        job = tmp_path / "job"
+        create_job(job, "When does the lease end?", write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
+        run_job(job, settings, OpenAIClient(endpoint.url, "m", max_attempts=1))
+        assert endpoint.requests  # Pi asked, and was answered with the error
+    events = (job / "events.jsonl").read_text()
+    assert netloc.lower() not in events.lower(), events
