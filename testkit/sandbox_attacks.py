@@ -223,6 +223,18 @@ def _fifo(s: Scene) -> bool:
     return any(p.exists() or p.is_symlink() for p in (s.work / "trap.md", s.work / "trap2.md"))
 
 
+def _upload_hash_seed(s: Scene) -> bool:
+    """Gradio names uploads after sha256(seed + content); the app's seed is what it holds after start-up."""
+    from gradio import processing_utils
+    from gradio.utils import HASH_SEED_PATH
+
+    from searchbox.ui.hash_seed import keep_hash_seed_in_memory
+
+    keep_hash_seed_in_memory()  # what the app does at start-up (searchbox.ui.app.build_app)
+    out = s.bash(f"cat {HASH_SEED_PATH}; python3 -c 'import gradio.utils as u; print(u.get_hash_seed())'")
+    return processing_utils.hash_seed.decode() in out.text
+
+
 ATTACKS = [
     Attack("read another visitor's job folder", _read_other_job),
     Attack("read the app's environment (/proc/<app>/environ: API keys)", _app_environ),
@@ -252,6 +264,7 @@ ATTACKS = [
     Attack(f"spin 2 processes for 2 s under a {CPU_LIMIT}-CPU limit", _cpu),
     Attack("swap work/.searchbox for a link so the app writes or deletes a host file", _plumbing_link),
     Attack("make a FIFO that would stall the in-process tools", _fifo),
+    Attack("learn the seed Gradio names uploads after (gradio/hash_seed.txt)", _upload_hash_seed),
 ]
 
 

@@ -236,3 +236,11 @@ def test_connect_uses_the_endpoint_when_llama_url_is_set() -> None:
         assert model.complete(MESSAGES, max_tokens=8).text == "ok"
         assert endpoint.requests[0].body["model"] == "qwen3.6"
         model.close()
+
+
+def test_errors_name_the_endpoint_as_the_caller_says() -> None:
+    with ScriptedEndpoint(default=Fault.http(400, "bad request")) as endpoint:
+        for shown_as, name in (("model server 2 of 3", "model server 2 of 3"), (None, f"chat endpoint {endpoint.url}/chat/completions")):
+            with pytest.raises(LLMError) as info:
+                client(endpoint, shown_as=shown_as).complete(MESSAGES, max_tokens=8)
+            assert str(info.value).startswith(f"{name} answered with HTTP 400"), info.value

@@ -9,7 +9,7 @@ from testkit.sandbox_attacks import ATTACKS, run_suite
 from searchbox.tools.sandbox import choose
 from testkit.tally import report
 
-pytestmark = pytest.mark.slow  # 26 attacks, each a real bash call: about 25 s a level on 2 cores
+pytestmark = pytest.mark.slow  # 27 attacks, each a real bash call: about 25 s a level on 2 cores
 
 
 @pytest.mark.parametrize("level", ["namespaces", "landlock"])

@@ -103,7 +103,7 @@ def test_a_run_with_an_endpoint_judge_records_its_verdicts_and_hides_its_url(tmp
     from searchbox.jobs.job import create_job
     from searchbox.llm.openai_client import OpenAIClient
     from searchbox.records.files import read_json
-    from searchbox.ui.visitors import operator_details
+    from searchbox.llm.disclosure import operator_details
 
     answer = "The office lease at 14 Harbour Street runs until 31 March 2029 [s1]."
     script = [Reply(tool_calls=[{"name": "read", "arguments": {"path": "dataroom/legal/lease.txt"}}]), Reply(text=answer)]

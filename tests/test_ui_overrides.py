@@ -82,7 +82,7 @@ def test_with_a_pool_of_servers_the_pool_is_the_apps_model_and_no_visitor_sees_i
     from searchbox.jobs.scheduler import Standing
     from searchbox.jobs.store import JobRecord
     from searchbox.ui.slots import server_name, standing_text
-    from searchbox.ui.visitors import operator_details
+    from searchbox.llm.disclosure import operator_details
 
     pool = "http://gpu1.internal:8080/v1=4,http://user:pw@gpu2.internal:8080/v1=2"
     for operator in (False, True):

@@ -109,7 +109,7 @@ def test_the_budget_counts_a_folder_named_as_the_namespace_mount_point(work: Pat
 
 def test_a_visitors_bundle_has_the_operators_endpoint_and_folders_hidden(work: Path, tmp_path: Path) -> None:
     from searchbox.settings import Settings
-    from searchbox.ui.visitors import operator_details
+    from searchbox.llm.disclosure import operator_details
 
     settings = Settings.resolve(env={}, llama_url="http://user:pw@10.1.2.3:8080/v1",
                                 searchbox_cache_dir=str(tmp_path / "operator-cache"))

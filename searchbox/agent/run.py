@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
@@ -20,6 +20,7 @@ from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.llm.call_parsing import with_call_parsing
+from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
 from searchbox.llm.support_judge import configured_judge
 from searchbox.llm.types import ChatModel
@@ -172,13 +173,11 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
 
 
 def _loading_message(settings: Settings) -> str:
-    """Which model the run is about to use, before the wait for it: the endpoint's host only, and only
-    for an operator's app (a URL may carry credentials), a local GGUF's file name only (the feed is a visitor's too; the folder is the server's)."""
+    """Which model the run is about to use, before the wait for it: the endpoint as llm.disclosure lets a
+    visitor see it (a public app's feed is every visitor's), its host for an operator (a URL may carry
+    credentials); a local GGUF's file name only (the folder is the server's)."""
     if settings.llama_url:
-        from urllib.parse import urlsplit
-
-        # A public app's feed is every visitor's: its operator's endpoint host is not theirs to see.
-        host = urlsplit(settings.llama_url).hostname if settings.searchbox_operator else None
-        return f"connecting to {settings.model_id or 'the model'} at {host or 'the endpoint'}"
+        where = endpoint_name(settings, settings.llama_url) or urlsplit(settings.llama_url).hostname
+        return f"connecting to {settings.model_id or 'the model'} at {where}"
     gguf = Path(settings.llm_gguf).name if os.path.isabs(settings.llm_gguf) else settings.llm_gguf
     return f"loading the model {gguf} (a first load reads the whole file)"

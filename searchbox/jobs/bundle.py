@@ -3,7 +3,8 @@
 Everything under work/ may have been left by confined code, so files are read through
 records.work_files (no link followed, regular files only, sizes checked before reading); what is left
 out for that reason is named, with why, in the bundle's LEFT_OUT.txt. A visitor's bundle has the
-operator's details (endpoint, folders: strings the app passes as `hide`) replaced in its text records."""
+operator's details (endpoint, folders: llm.disclosure.operator_details, which the app passes as `hide`)
+replaced in its text records, in any letter case."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from searchbox.llm.disclosure import hidden
 from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import ANSWER_NAME, DATAROOM_NAME, WORK_NAME, JobFolder
 from searchbox.records.work_files import ANSWER_MAX_BYTES, UntrustedFile, copy_out, open_regular_in
@@ -22,13 +24,12 @@ FILE_MAX_BYTES = 64 << 20  # no record is this large; a sparse file of terabytes
 BUNDLE_MAX_BYTES = 256 << 20
 _SCRATCH = ".searchbox"
 LEFT_OUT_NAME = "LEFT_OUT.txt"
-HIDDEN = "(the app's own)"
 _TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".txt", ".log")  # .log: Pi's stderr names its endpoint
 
 
 def make_bundle(job_dir: Path, hide: Sequence[str] = ()) -> Path:
     """Write <job>/bundle.zip afresh and return its path; each string of `hide` in a text record becomes
-    HIDDEN.
+    llm.disclosure.HIDDEN, in any letter case.
 
     Each call writes its own hidden temporary zip, then renames it into place: calls for one job
     may overlap (a run's final download while visitors open it), and a shared temporary name had
@@ -55,7 +56,7 @@ def make_bundle(job_dir: Path, hide: Sequence[str] = ()) -> Path:
                         continue
                     total += size
                     if hide and rel.endswith(_TEXT_SUFFIXES):
-                        archive.writestr(rel, _hidden(source.read(), hide))
+                        archive.writestr(rel, hidden(source.read().decode("utf-8", errors="replace"), hide))
                         continue
                     with archive.open(rel, "w") as out:
                         shutil.copyfileobj(source, out)
@@ -66,13 +67,6 @@ def make_bundle(job_dir: Path, hide: Sequence[str] = ()) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return target
-
-
-def _hidden(data: bytes, hide: Sequence[str]) -> bytes:
-    text = data.decode("utf-8", errors="replace")
-    for value in sorted(filter(None, hide), key=len, reverse=True):  # a folder after the paths inside it
-        text = text.replace(value, HIDDEN)
-    return text.encode("utf-8")
 
 
 def _candidates(job_dir: Path) -> list[str]:

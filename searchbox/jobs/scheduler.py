@@ -44,7 +44,7 @@ from typing import Literal
 
 from searchbox.agent.control import RunControl, StopRequest
 from searchbox.jobs.store import JobRecord, JobStore
-from searchbox.llm.pool import Pool, PoolError, Server, Slot, endpoint_answers, parse_endpoints
+from searchbox.llm.pool import Pool, Server, Slot, endpoint_answers, pool_servers
 from searchbox.records.events import DONE_REASONS, Event, Listener
 from searchbox.settings import Settings, without_userinfo
 
@@ -62,16 +62,6 @@ PROBE_EVERY_S = 10.0  # how often a dropped server is asked whether it answers a
 # which beats a preemption, which beats a shutdown.
 Intent = Literal["shutdown", "preempt", "hold", "cancel"]
 _RANK: dict[Intent, int] = {"shutdown": 0, "preempt": 1, "hold": 2, "cancel": 3}
-
-
-def pool_servers(settings: Settings) -> list[Server]:
-    """The app's servers: SEARCHBOX_ENDPOINTS, else one slot of the app's own model."""
-    if not settings.searchbox_endpoints:
-        return [Server(None)]
-    try:
-        return parse_endpoints(settings.searchbox_endpoints)
-    except PoolError as exc:
-        raise PoolError(f"SEARCHBOX_ENDPOINTS: {exc}") from None
 
 
 @dataclass

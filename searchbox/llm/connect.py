@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
 from searchbox.llm.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
@@ -51,7 +52,8 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
     note = on_note or log.warning
     if settings.llama_url:
         return Connection(OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
-                                       max_attempts=settings.llm_attempts), settings)
+                                       max_attempts=settings.llm_attempts,
+                                       shown_as=endpoint_name(settings, settings.llama_url)), settings)
     preset, path, auto = _choose_gguf(settings, note, progress)
     if preset is not None:
         settings, notes = fit_limits(settings, preset)

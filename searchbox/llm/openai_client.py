@@ -4,24 +4,29 @@ Streams POST /chat/completions over SSE. Connection errors, timeouts and HTTP 42
 with exponential backoff, and so is a stream that breaks off mid-way (the request is idempotent;
 a "retry" event tells the display to drop what it showed). When every attempt failed the error is
 `LLMUnavailable`; a prompt the server says is too long is `ContextOverflow`. The API key goes into
-the Authorization header only and is scrubbed from every message.
+the Authorization header only and is scrubbed from every message. Messages name the endpoint as the
+caller says (`shown_as`, from llm.disclosure: `the model server` unless an operator reads them), with
+every form of its URL hidden from what the server or the transport said; the log names the URL.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
 import httpx
 
 from searchbox.llm.assemble import ResponseBuilder
+from searchbox.llm.disclosure import MODEL_SERVER, hidden, url_forms
 from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
 from searchbox.llm.types import ChatModel, Message, StreamEvent, Tool, ToolChoice, Usage
+from searchbox.settings import without_userinfo
+
+log = logging.getLogger(__name__)
 
 _OVERFLOW = re.compile(
     r"exceed_context_size|exceeds the available context size|maximum context length|context length"
@@ -38,6 +43,7 @@ class OpenAIClient(ChatModel):
         model_id: str = "",
         *,
         api_key: str | None = None,
+        shown_as: str | None = MODEL_SERVER,
         read_timeout_s: float = 600.0,  # a long prompt can take minutes to prefill before the first byte
         connect_timeout_s: float = 10.0,
         max_attempts: int = 4,
@@ -46,7 +52,10 @@ class OpenAIClient(ChatModel):
     ) -> None:
         self.model_id = model_id or "default"
         self.url = chat_completions_url(base_url)
-        self._shown_url = _without_userinfo(self.url)
+        self._logged_url = without_userinfo(self.url)
+        # None: the reader may see the URL (an operator's app, a bench); else it is hidden behind the name.
+        self._name = f"chat endpoint {self._logged_url}" if shown_as is None else shown_as
+        self._hide = () if shown_as is None else tuple(url_forms(base_url) | url_forms(self.url))
         self._secret = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
@@ -91,7 +100,7 @@ class OpenAIClient(ChatModel):
                 return
             if builder.has_output:
                 yield StreamEvent("retry", text=problem)
-        raise LLMUnavailable(f"chat endpoint {self._shown_url} failed {self.max_attempts} time(s); last: {problem}")
+        raise self._failure(LLMUnavailable, f"failed {self.max_attempts} time(s); last: {problem}")
 
     def close(self) -> None:
         self._http.close()
@@ -138,8 +147,7 @@ class OpenAIClient(ChatModel):
         except ValueError:
             chunk = None
         if not isinstance(chunk, dict):
-            shown = f"chat endpoint {self._shown_url} sent data that is not a JSON object: {data[:120]!r}"
-            raise LLMError(self._scrub(shown))
+            raise self._failure(LLMError, f"sent data that is not a JSON object: {data[:120]!r}")
         if "error" in chunk:
             raise self._error_from_body(json.dumps(chunk["error"]), "in the stream")
         return chunk
@@ -152,10 +160,18 @@ class OpenAIClient(ChatModel):
         raise self._error_from_body(text, f"with HTTP {response.status_code}")
 
     def _error_from_body(self, text: str, how: str) -> LLMError:
-        message = self._scrub(f"chat endpoint {self._shown_url} answered {how}: {text[:500]}")
-        return ContextOverflow(message) if _OVERFLOW.search(text) else LLMError(message)
+        return self._failure(ContextOverflow if _OVERFLOW.search(text) else LLMError, f"answered {how}: {text[:500]}")
+
+    def _failure(self, kind: type[LLMError], what: str) -> LLMError:
+        """The error as anyone may read it; the app's log names the URL for the operator."""
+        log.warning("chat endpoint %s %s", self._logged_url, self._without_secret(what))
+        return kind(f"{self._name} {self._scrub(what)}")
 
     def _scrub(self, text: str) -> str:
+        """`text` without the API key and, unless the reader may see it, any form of the endpoint's URL."""
+        return hidden(self._without_secret(text), self._hide)
+
+    def _without_secret(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
 
@@ -165,14 +181,6 @@ def chat_completions_url(base_url: str) -> str:
     if url.endswith("/chat/completions"):
         return url
     return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
-
-
-def _without_userinfo(url: str) -> str:
-    """The URL as shown in messages: credentials in it (user:password@) are left out."""
-    parts = urlsplit(url)
-    if not parts.hostname:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
 
 
 def _usage(raw: dict[str, Any], server_timings: dict[str, Any] | None) -> Usage:

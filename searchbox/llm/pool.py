@@ -20,6 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchbox.settings import Settings
+
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -69,6 +71,16 @@ def parse_endpoints(spec: str) -> list[Server]:
     if twice:
         raise PoolError(f"{twice[0]} is named twice: give it one entry with its number of slots")
     return servers
+
+
+def pool_servers(settings: Settings) -> list[Server]:
+    """The app's servers: SEARCHBOX_ENDPOINTS, else one slot of the app's own model."""
+    if not settings.searchbox_endpoints:
+        return [Server(None)]
+    try:
+        return parse_endpoints(settings.searchbox_endpoints)
+    except PoolError as exc:
+        raise PoolError(f"SEARCHBOX_ENDPOINTS: {exc}") from None
 
 
 def _server(item: str) -> Server:

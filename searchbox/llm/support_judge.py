@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from searchbox.citations.judge import ChatReply, JudgeUnavailable, SupportJudge
+from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.errors import LLMError
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.llm.types import ChatModel, Message
@@ -30,5 +31,5 @@ def configured_judge(settings: Settings, run_model: Callable[[], ChatModel]) -> 
     if settings.citation_judge == "self":
         return support_judge(run_model(), settings.llm_seed or 0), None
     client = OpenAIClient(settings.citation_judge, settings.citation_judge_model, read_timeout_s=settings.llm_timeout_seconds,
-                          max_attempts=settings.llm_attempts)
+                          max_attempts=settings.llm_attempts, shown_as=endpoint_name(settings, settings.citation_judge))
     return support_judge(client, settings.llm_seed or 0), client

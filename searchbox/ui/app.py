@@ -14,6 +14,7 @@ from searchbox.ui.answer import CITATION_CSS, CITATION_JS
 from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import Explorer
 from searchbox.ui.file_gate import FileGate
+from searchbox.ui.hash_seed import keep_hash_seed_in_memory
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
 from searchbox.ui.run_view import FOLLOWERS, RunView
@@ -35,6 +36,7 @@ LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS, "theme": THEME}
 
 def build_app(settings: Settings | None = None, services: Services | None = None) -> gr.Blocks:
     settings = settings or Settings.resolve()
+    keep_hash_seed_in_memory()  # before any file is named after it
     services = services or Services.start(settings)
     # Uploads, and Gradio's copies of the files it served (downloads), are deleted when they are
     # SEARCHBOX_UPLOAD_KEEP_SECONDS old: a public app's disk is not filled by a day of strangers' zips.

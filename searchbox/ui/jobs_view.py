@@ -12,12 +12,13 @@ import gradio as gr
 
 from searchbox import inert
 from searchbox.jobs.store import JobRecord
+from searchbox.llm.disclosure import operator_details
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.handoff import Viewer
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.slots import server_name
-from searchbox.ui.visitors import client_address, operator_details
+from searchbox.ui.visitors import client_address
 
 COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "server", "created"]
 _GOING = ("queued", "running")

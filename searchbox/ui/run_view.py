@@ -25,6 +25,7 @@ from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_eve
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.jobs.store import QueueLimits
+from searchbox.llm.disclosure import operator_details
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
@@ -33,7 +34,7 @@ from searchbox.ui.handoff import Viewer
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.slots import lost_server, standing_text
-from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices, operator_details,
+from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices,
                                    own_model_choice, take_upload)
 
 _YIELD_EVERY_S = 0.4

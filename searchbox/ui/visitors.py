@@ -1,5 +1,4 @@
-"""The visitor policy: who a visitor is, what a visitor may set for a run, and what a visitor's
-downloads must not show. The run view builds its form from it and hands it what the form sent.
+"""The visitor policy: who a visitor is and what a visitor may set for a run. The run view builds its form from it and hands it what the form sent.
 
 Who a visitor is, as the server sees it: the client address of a call, which an API caller cannot
 change by sending another visitor id (the `owner` a page keeps is chosen by the client).
@@ -10,6 +9,8 @@ hop none of them added is the client. On a Hugging Face Space (SPACE_ID set) eve
 from Hugging Face's own proxy, on another machine, which puts the address it saw at the end of
 X-Forwarded-For: that last entry is taken. Entries to its left came from the client and are never
 trusted. The same rule serves the handlers (a gr.Request) and the file gate (an ASGI scope).
+
+What a visitor must not see of the operator's configuration is decided in llm.disclosure.
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ from typing import Any
 import gradio as gr
 
 from searchbox.agent.pi import install as pi_install
-from searchbox.jobs.scheduler import pool_servers
 from searchbox.llm.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
-from searchbox.settings import Settings, SettingsError, endpoint_forms
+from searchbox.settings import Settings, SettingsError
 from searchbox.ui.services import shares_operator_key
 from searchbox.ui.uploads import NotYourUpload, UploadLedger
 
@@ -71,21 +71,6 @@ def take_upload(uploads: UploadLedger, path: str, request: gr.Request | None) ->
 def trusted_proxies() -> set[str]:
     """SEARCHBOX_TRUSTED_PROXIES as a set (read per call: the app process sets it once at start)."""
     return {p.strip() for p in os.environ.get("SEARCHBOX_TRUSTED_PROXIES", "").split(",") if p.strip()}
-
-
-def operator_details(settings: Settings) -> tuple[str, ...]:
-    """What a visitor's downloads must not show: the operator's endpoint and the server's folders (a run's
-    config.json and run_meta.json record them). Nothing for an operator's own app."""
-    if settings.searchbox_operator:
-        return ()
-    judge = settings.citation_judge if "://" in settings.citation_judge else ""
-    servers = [server.url for server in pool_servers(settings) if server.url]
-    values = {*endpoint_forms(settings.llama_url), *endpoint_forms(judge),
-              *(form for url in servers for form in endpoint_forms(url)), settings.cache_dir, settings.jobs_dir,
-              os.path.expanduser("~")}
-    if os.path.isabs(settings.llm_gguf):
-        values.add(settings.llm_gguf)
-    return tuple(sorted(v for v in values if v and v != "/"))
 
 
 def own_model_choice(settings: Settings) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.agent.control import RunControl
+from searchbox.llm.disclosure import hidden, operator_details
 from searchbox.agent.pi.config import PiPaths, base_url, pi_argv, pi_env, url_problem, write_agent_dir
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.rpc import Line, PiExited, PiProcess
@@ -104,8 +105,8 @@ class PiLoop:
                 reason = self._turns(question, resumed)
         except _RunOver as over:
             reason = over.reason
-            if over.detail:
-                self.bus.emit(Notice(level="error", message=over.detail))
+            if over.detail:  # Pi's errors and stderr may name the endpoint it talks to
+                self.bus.emit(Notice(level="error", message=hidden(over.detail, operator_details(self.settings))))
         self.bus.emit(Stop(reason=reason, turns=self.turn, done=reason in DONE_REASONS, tokens=self.token_totals()))
         return reason
 
@@ -268,7 +269,8 @@ class PiLoop:
             self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=len(self.session.messages),
                                      compactions=self.session.compactions, summary_chars=len(summary)))
         elif kind == "auto_retry_start":
-            self.bus.emit(Notice(level="warning", message=f"the model failed ({str(event.get('errorMessage'))[:300]}): "
+            failed = hidden(str(event.get("errorMessage"))[:300], operator_details(self.settings))
+            self.bus.emit(Notice(level="warning", message=f"the model failed ({failed}): "
                                                           f"Pi tries again ({event.get('attempt')} of {event.get('maxAttempts')})"))
         elif kind == "extension_error":
             self.bus.emit(Notice(level="error", message=f"Pi's extension failed: {str(event.get('error'))[:500]}"))
