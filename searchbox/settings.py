@@ -263,6 +263,10 @@ class Settings:
     searchbox_uploads_total_mb: int = knob(
         4096, "megabytes of uploads all visitors of the app together may have kept at once (0 = no limit)"
     )
+    searchbox_upload_stall_seconds: int = knob(
+        30, "the app cuts off an upload or a call whose body brings less than 16 KB a second (or the rest of it) "
+        "over this many seconds, and deletes what it stored (0 = never)"
+    )
     searchbox_keep_days: int = knob(14, "the app deletes finished runs older than this many days (0 = keeps them)")
     searchbox_jobs_max_mb: int = knob(
         20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)"
@@ -412,7 +416,7 @@ class Settings:
                 raise SettingsError(f"{name.upper()} must be at least 1")
         for name in ("searchbox_max_queued_runs", "searchbox_max_queued_per_address", "searchbox_max_queued_total",
                      "searchbox_fair_share_seconds", "searchbox_uploads_per_address", "searchbox_uploads_per_address_mb",
-                     "searchbox_uploads_total_mb"):
+                     "searchbox_uploads_total_mb", "searchbox_upload_stall_seconds"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name.upper()} must be 0 or more")
         if self.llm_threads < 0:

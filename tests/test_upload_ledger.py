@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.ui.uploads import NotYourUpload, UploadLedger, UploadLimits, UploadRefused
+from searchbox.ui.uploads import AHEAD, NotYourUpload, UploadLedger, UploadLimits, UploadRefused
 
 A, B = "203.0.113.1", "198.51.100.2"
 KB = 1024
@@ -92,3 +92,21 @@ def test_an_upload_goes_once_nothing_needs_it(tmp_path: Path) -> None:
     uploads.claim(ran, A, "api-call")
     uploads.release(ran, "api-call")  # the run has its own copy
     assert not ran.exists()
+
+
+def test_an_upload_in_flight_holds_what_arrived_and_counts_its_parts() -> None:
+    """A trickle that declares 100 MB holds its address's room at that size, but the total only at what
+    arrived plus AHEAD; each part counts as a file as it arrives (issue #43)."""
+    mb = 1024 * KB
+    uploads = ledger(Clock(), per_address=3, per_address_kb=200 * 1024, total_kb=20 * 1024)
+    first, second = uploads.reserve(A, 100 * mb), uploads.reserve(B, 100 * mb)
+    assert first.held == second.held == AHEAD  # 16 MB of the 20 held, not 200
+    with pytest.raises(UploadRefused, match="would pass"):
+        uploads.reserve(A, 150 * mb)  # the address's own room is held at the declared size
+    uploads.reserve("192.0.2.3", mb)
+    with pytest.raises(UploadRefused, match="holds all the uploads") as full:
+        uploads.grow(first, 4 * mb, 1)  # 4 MB arrived: it would hold 12 MB, past the total
+    assert full.value.status == 507
+    with pytest.raises(UploadRefused, match="more files than your address may keep") as parts:
+        uploads.grow(second, KB, 4)
+    assert parts.value.status == 429

@@ -30,8 +30,9 @@ shows up as it happens."""
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                           font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
 
-# Launch options Gradio 6 takes in launch(), not in Blocks().
-LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS, "theme": THEME}
+# Launch options Gradio 6 takes in launch(), not in Blocks(). No run history: its routes keep a visitor's
+# calls in a Hugging Face bucket (with the host's own token for a browser on loopback), which this app never asks.
+LAUNCH_OPTIONS = {"css": CITATION_CSS, "js": CITATION_JS, "theme": THEME, "run_history": False}
 
 
 def build_app(settings: Settings | None = None, services: Services | None = None) -> gr.Blocks:

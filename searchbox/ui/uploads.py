@@ -2,8 +2,11 @@
 
 Gradio stores whatever reaches /gradio_api/upload, with no session, for SEARCHBOX_UPLOAD_KEEP_SECONDS
 (a day), and takes any file in its upload folder as a later call's input. So each upload is granted
-to the client address that sent it (ui.visitors), within caps per address and in total, counted as
-the request's size before a byte is stored (the file gate asks, ui.file_gate). A handler that takes
+to the client address that sent it (ui.visitors), within caps per address and in total (the file gate
+asks, ui.file_gate, before a byte is stored and again as the body arrives). An upload in flight holds its
+declared size against its own address, but against the total only what has arrived plus AHEAD: a few
+addresses that declare big uploads and trickle them hold little of the room every visitor shares. Its
+files are counted as its parts arrive, not as one per request. A handler that takes
 an upload claims it for its page session: a path that another address uploaded, or that another
 session already took, is refused, so no one starts a run or loads the explorer on a stranger's
 upload by naming its path. An upload nothing claimed goes after SEARCHBOX_UPLOAD_UNCLAIMED_SECONDS;
@@ -23,6 +26,9 @@ from pathlib import Path
 from searchbox.settings import Settings
 
 _MB = 1024 * 1024
+# What an upload in flight holds of the total beyond the bytes that arrived: at a real link's pace it
+# fills this in seconds, and an address has at most SEARCHBOX_UPLOADS_PER_ADDRESS uploads in flight.
+AHEAD = 8 * _MB
 
 
 def canonical(path: str | Path) -> str:
@@ -49,21 +55,25 @@ class UploadLimits:
     total_bytes: int  # 0: no limit
     unclaimed_s: float
     keep_s: float  # Gradio deletes every upload this old itself
+    stall_s: float = 0  # a body that brings less than the file gate's pace over this long is cut off; 0: never
 
     @classmethod
     def of(cls, settings: Settings) -> UploadLimits:
         return cls(settings.searchbox_uploads_per_address, settings.searchbox_uploads_per_address_mb * _MB,
                    settings.searchbox_uploads_total_mb * _MB, settings.searchbox_upload_unclaimed_seconds,
-                   settings.searchbox_upload_keep_seconds)
+                   settings.searchbox_upload_keep_seconds, settings.searchbox_upload_stall_seconds)
 
 
 @dataclass(eq=False)
 class Grant:
-    """One upload request of one address: reserved at its size until stored, then holding its files."""
+    """One upload request of one address: reserved at its declared size for its address, and at what
+    arrived plus AHEAD in the total, until stored; then holding its files."""
 
     address: str
-    size: int
+    size: int  # declared: what its address holds
     made: float
+    held: int = 0  # what it holds of the total
+    parts: int = 1  # the parts seen so far while in flight
     paths: frozenset[str] = frozenset()
     stored: bool = False
     sessions: set[str] = field(default_factory=set)  # the page sessions that hold it
@@ -71,7 +81,7 @@ class Grant:
 
     @property
     def files(self) -> int:
-        return len(self.paths) if self.stored else 1
+        return len(self.paths) if self.stored else self.parts
 
 
 class UploadLedger:
@@ -91,33 +101,55 @@ class UploadLedger:
         with self._lock:
             mine = [g for g in self._grants if g.address == address]
             held_files, held_bytes = sum(g.files for g in mine), sum(g.size for g in mine)
-            total = sum(g.size for g in self._grants)
-            keep = f"kept until the page that took it is closed, or {_duration(limits.unclaimed_s)} when nothing used it"
             if limits.per_address_bytes and size > limits.per_address_bytes:
                 raise UploadRefused(413, f"This upload ({_mb(size)}) is more than one address may keep here "
                                          f"({_mb(limits.per_address_bytes)}).")
             if limits.per_address and held_files >= limits.per_address:
                 raise UploadRefused(429, f"Your address already has {_count(held_files)} kept here (at most "
-                                         f"{limits.per_address}; each is {keep}). Close a page you uploaded from, "
-                                         "or try again later.")
+                                         f"{limits.per_address}; each is {self._keep()}). Close a page you uploaded "
+                                         "from, or try again later.")
             if limits.per_address_bytes and held_bytes + size > limits.per_address_bytes:
                 raise UploadRefused(429, f"Your address already has {_mb(held_bytes)} of uploads kept here; this one "
-                                         f"({_mb(size)}) would pass {_mb(limits.per_address_bytes)} (each is {keep}). "
-                                         "Close a page you uploaded from, or try again later.")
-            if limits.total_bytes and total + size > limits.total_bytes:
-                raise UploadRefused(507, "The app holds all the uploads it can keep right now; try again in a few "
-                                         "minutes.")
-            grant = Grant(address, size, self._clock())
+                                         f"({_mb(size)}) would pass {_mb(limits.per_address_bytes)} (each is "
+                                         f"{self._keep()}). Close a page you uploaded from, or try again later.")
+            grant = Grant(address, size, self._clock(), held=min(size, AHEAD))
+            self._check_total(grant.held)
             self._grants.append(grant)
             return grant
+
+    def grow(self, grant: Grant, arrived: int, parts: int) -> None:
+        """An upload in flight has `arrived` bytes and `parts` parts so far: UploadRefused when its files pass
+        its address's cap, or its room in the total cannot grow with it."""
+        limits = self.limits
+        with self._lock:
+            others = sum(g.files for g in self._grants if g.address == grant.address and g is not grant)
+            if limits.per_address and others + parts > limits.per_address:
+                raise UploadRefused(429, f"This upload has more files than your address may keep here (at most "
+                                         f"{limits.per_address}, {others} kept already; each is {self._keep()}).")
+            grant.parts = max(parts, 1)  # counted as one file before its first part arrives
+            held = min(grant.size, arrived + AHEAD)
+            if held > grant.held:
+                self._check_total(held - grant.held)
+                grant.held = held
+
+    def _check_total(self, more: int) -> None:
+        total = self.limits.total_bytes
+        if total and sum(g.held for g in self._grants) + more > total:
+            raise UploadRefused(507, "The app holds all the uploads it can keep right now; try again in a few minutes.")
+
+    def _keep(self) -> str:
+        return (f"kept until the page that took it is closed, or {_duration(self.limits.unclaimed_s)} when nothing "
+                "used it")
 
     def stored(self, grant: Grant, paths: Iterable[str]) -> None:
         with self._lock:
             grant.paths = frozenset(canonical(p) for p in paths)
             grant.stored = True
+            grant.held = grant.size
 
     def cancel(self, grant: Grant) -> None:
-        """The upload was not stored (refused, or the client went away): its room is free again."""
+        """The upload was not stored (refused, cut off, or the client went away) and nothing of it is left on
+        disk: its room is free again."""
         with self._lock:
             if grant in self._grants:
                 self._grants.remove(grant)

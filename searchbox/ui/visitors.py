@@ -8,7 +8,9 @@ Behind reverse proxies the operator names (SEARCHBOX_TRUSTED_PROXIES), the right
 hop none of them added is the client. On a Hugging Face Space (SPACE_ID set) every connection comes
 from Hugging Face's own proxy, on another machine, which puts the address it saw at the end of
 X-Forwarded-For: that last entry is taken. Entries to its left came from the client and are never
-trusted. The same rule serves the handlers (a gr.Request) and the file gate (an ASGI scope).
+trusted. The header is one list across all its lines, in order (HAProxy's `option forwardfor` adds a line
+of its own below the client's). The same rule serves the handlers (a gr.Request) and the file gate (an
+ASGI scope).
 
 What a visitor must not see of the operator's configuration is decided in llm.disclosure.
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+from starlette.datastructures import Headers
 
 from searchbox.agent.pi import install as pi_install
 from searchbox.llm.presets import PRESETS, find_preset
@@ -37,8 +40,13 @@ def client_address(request: gr.Request | None) -> str:
     if request is None:
         return ""
     client = request.client
-    return address_of(client.host if client is not None and client.host else "",
-                      request.headers.get("x-forwarded-for") or "")
+    return address_of(client.host if client is not None and client.host else "", forwarded_for(request.headers))
+
+
+def forwarded_for(headers: Headers) -> str:
+    """X-Forwarded-For as one list: all its lines joined in order. Read as its first line alone, a client's
+    own line above the one its proxy added picked the address (8 of 8 uploads past a cap of 5)."""
+    return ", ".join(headers.getlist("x-forwarded-for"))
 
 
 def address_of(peer: str, forwarded: str) -> str:
