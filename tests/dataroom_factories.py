@@ -21,6 +21,17 @@ def make_zip(path: Path, members: dict[str, bytes | str], compression: int = zip
     return path
 
 
+def make_deep_zip(path: Path, components: int, text: str = "deep text") -> Path:
+    """A zip as a zip tool makes one of a chain of folders: an entry per folder d/, d/d/, ... and deep.txt at the
+    bottom, `components` path components in all; readme.md at the top, so no wrapper folder is stripped."""
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("readme.md", "# Data room\n")
+        for level in range(1, components):
+            zf.writestr("d/" * level, "")
+        zf.writestr("d/" * (components - 1) + "deep.txt", text)
+    return path
+
+
 def snapshot(folder: Path) -> dict[str, int]:
     """Every path under `folder` with its size, to prove nothing else was written there."""
     return {

@@ -25,9 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataroom_factories import make_docx, make_pdf, make_xlsx
+from dataroom_factories import make_deep_zip, make_docx, make_pdf, make_xlsx
 
 from searchbox.dataroom import UnpackLimits
+from searchbox.records.tree import MAX_DEPTH
 
 MiB = 2**20
 LIMITS = UnpackLimits()  # the real limits: every case runs against what users get
@@ -230,6 +231,15 @@ def _entries(folder: Path) -> list[Case]:
     ]
 
 
+def _depth(folder: Path) -> list[Case]:
+    # Python 3.11's os.walk and Path.rglob recurse once per level: 1,000 levels died of RecursionError.
+    cases = [Case(f"path_{n}_levels_deep", "zip", make_deep_zip(folder / f"path_{n}_levels.zip", n), "refused",
+                  f"a path {MAX_DEPTH + 1} levels deep (d/d/d/...)") for n in (40, 1000)]
+    deepest = make_deep_zip(folder / f"path_{MAX_DEPTH}_levels.zip", MAX_DEPTH)
+    member = "d/" * (MAX_DEPTH - 1) + "deep.txt"
+    return [*cases, Case(f"path_{MAX_DEPTH}_levels_deep", "zip", deepest, "read", "deep text", member)]
+
+
 def _names(folder: Path) -> list[Case]:
     # Without the UTF-8 flag a name is cp437, so any bytes decode; with it, bad bytes are damage.
     raw = _flag_names(_zip(folder / "t.zip", {"bbbb.txt": "x"}).read_bytes(), b"bbbb", b"\x80\x81\xff\x9b")
@@ -318,5 +328,5 @@ def _huge_text(folder: Path) -> Case:
 
 _MAKERS: list[Callable[[Path], Case | list[Case]]] = [
     _escapes, _plumbing_names, _symlink, _hardlink_tar, _info_zip, _encrypted_flag, _bombs, _nested_zip,
-    _entries, _names, _damaged, _bad_documents, _office_bombs, _deep_html, _huge_text,
+    _entries, _depth, _names, _damaged, _bad_documents, _office_bombs, _deep_html, _huge_text,
 ]

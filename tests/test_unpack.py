@@ -12,9 +12,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from dataroom_factories import make_zip, snapshot
+from conftest import deep_chain
+from dataroom_factories import make_deep_zip, make_zip, snapshot
 
 from searchbox.dataroom import DataroomError, UnpackLimits, install_dataroom
+from searchbox.records.removal import remove_job_folder
+from searchbox.records.tree import MAX_DEPTH
 
 
 @pytest.fixture
@@ -272,3 +275,43 @@ def test_folder_source_limits(tmp_path: Path, job: Path) -> None:
     assert "more than 3 entries" in refuse(source, job, UnpackLimits(max_entries=3))
     assert "in total" in refuse(source, job, UnpackLimits(max_total_bytes=2000))
     assert "larger than the limit" in refuse(source, job, UnpackLimits(max_file_bytes=500))
+
+
+# --- depth (issue #43) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("components", [MAX_DEPTH + 1, 40, 1000])
+def test_a_path_deeper_than_max_depth_is_refused(tmp_path: Path, job: Path, components: int) -> None:
+    """1,000 levels made the recursive walks of Python 3.11 die of RecursionError (and left the tree in the
+    job); 40 put into the job a tree deeper than any tool may write or walk."""
+    message = refuse(make_deep_zip(tmp_path / "deep.zip", components), job)
+    assert f"deep.zip contains a path {MAX_DEPTH + 1} levels deep (d/d/d/...), more than the {MAX_DEPTH}" in message
+
+
+def test_a_path_max_depth_deep_is_kept_and_made_read_only(tmp_path: Path, job: Path) -> None:
+    source = make_deep_zip(tmp_path / "deep.zip", MAX_DEPTH)
+    with zipfile.ZipFile(source, "a") as zf:
+        zf.writestr("e/" * MAX_DEPTH, "")  # the deepest folder a dataroom may hold, empty
+    dest = install_dataroom(source, job / "work" / "dataroom")
+    assert (dest / ("d/" * (MAX_DEPTH - 1) + "deep.txt")).read_text() == "deep text"
+    assert stat.S_IMODE(dest.joinpath(*["e"] * MAX_DEPTH).stat().st_mode) == 0o555
+
+
+def test_a_folder_source_deeper_than_max_depth_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                                          job: Path) -> None:
+    source = tmp_path_factory.mktemp("deep") / "room"  # beside the job's folder: refuse() walks that one
+    deep_chain(source, 1000, "deep.txt")
+    (source / "readme.md").write_text("# Data room")
+    try:
+        message = refuse(source, job)
+    finally:
+        remove_job_folder(source)
+    assert f"room contains a path {MAX_DEPTH + 1} levels deep (d/d/d/...), more than the {MAX_DEPTH}" in message
+
+
+def test_a_folder_source_max_depth_deep_is_copied(tmp_path: Path, job: Path) -> None:
+    source = tmp_path / "room"
+    deep_chain(source, MAX_DEPTH - 1, "deep.txt")
+    (source / "readme.md").write_text("# Data room")
+    dest = install_dataroom(source, job / "work" / "dataroom")
+    assert files_under(dest) == ["d/" * (MAX_DEPTH - 1) + "deep.txt", "readme.md"]

@@ -26,6 +26,8 @@ import pypdf
 from bs4 import BeautifulSoup, CData, NavigableString, PageElement, Tag
 from docx.table import Table, _Row
 
+from searchbox.records.tree import walk
+
 try:  # ships with requests (a dependency of huggingface-hub); only needed for non-UTF-8 text
     from charset_normalizer import from_bytes as _detect_charset
 except ImportError:
@@ -99,7 +101,9 @@ def extract_dataroom(root: Path, extract: Callable[[Path, str], ExtractedFile] |
     """Every file under `root`, sorted by path; never raises for a bad file. `extract` stands in for
     `extract_file` (the on-disk cache of extract_cache)."""
     root = Path(root)
-    paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    # Never below MAX_DEPTH: the unpacker refuses deeper paths, a dataroom it installed before it did may have them.
+    paths = sorted((folder / n).relative_to(root).as_posix()
+                   for folder, _, names in walk(root) for n in names if (folder / n).is_file())
     return [(extract or extract_file)(root, p) for p in paths]
 
 

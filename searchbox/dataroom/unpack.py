@@ -1,8 +1,8 @@
 """Install a dataroom (a .zip or a folder) as the read-only `work/dataroom` of a job (design §2.2, §5).
 
 Everything the user hands us is hostile until checked: member paths must stay inside the dataroom,
-links, encryption and zip bombs are refused, and sizes are counted on the bytes actually written,
-not on what the archive declares. Work happens in a temporary folder beside `dest` (inside the job
+links, encryption, zip bombs and paths deeper than MAX_DEPTH are refused, and sizes are counted on the
+bytes actually written, not on what the archive declares. Work happens in a temporary folder beside `dest` (inside the job
 folder) and is moved into place only when every check passed, so a refusal leaves nothing behind.
 """
 
@@ -18,6 +18,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from searchbox.records.tree import MAX_DEPTH, walk
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -65,7 +67,7 @@ def install_dataroom(source: Path, dest: Path, limits: UnpackLimits = UnpackLimi
         else:
             raise DataroomError(f"The dataroom {source} was not found. Check the path and try again.")
         content = _strip_wrapper(staging)
-        if not any(p.is_file() for p in content.rglob("*")):
+        if not any(_files(content)):
             raise DataroomError(
                 f"The dataroom {source.name} contains no files. Add the documents to it and try again."
             )
@@ -76,7 +78,7 @@ def install_dataroom(source: Path, dest: Path, limits: UnpackLimits = UnpackLimi
             "Check the file names in it and try again."
         ) from exc
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)  # recursive, but staging holds MAX_DEPTH levels at most
     _make_read_only(dest)
     return dest
 
@@ -139,6 +141,8 @@ def _checked_members(
         quota.check_member(info.filename, info.file_size, info.compress_size)
         if _is_junk(parts) or not parts:
             continue
+        if len(parts) > MAX_DEPTH:
+            raise _too_deep(name, parts)
         folders.update(parts[:i] for i in range(1, len(parts)))
         members.append((info, parts))
         if info.is_dir():
@@ -182,14 +186,17 @@ def _copy_folder(source: Path, staging: Path, limits: UnpackLimits) -> None:
     root = source.resolve()
     quota = _Quota(source.name, limits)
     entries = 0
-    for dirpath, dirnames, filenames in os.walk(root):  # does not descend into linked folders
-        here = Path(dirpath)
+    # One level more than a dataroom may have, so that a name down there is seen and refused.
+    for here, dirnames, filenames in walk(root, MAX_DEPTH + 1):
+        rel_here = here.relative_to(root)
+        if len(rel_here.parts) == MAX_DEPTH and (dirnames or filenames):
+            raise _too_deep(source.name, (*rel_here.parts, (dirnames or filenames)[0]))
         dirnames[:] = [d for d in dirnames if d not in _JUNK_DIRS and not _skip_link(here / d, root)]
         names = [n for n in filenames if n not in _JUNK_FILES and not _skip_link(here / n, root)]
         entries += len(dirnames) + len(names)
         if entries > limits.max_entries:
             raise _too_many(source.name, entries, limits)
-        target_dir = staging / here.relative_to(root)
+        target_dir = staging / rel_here
         for d in dirnames:
             (target_dir / d).mkdir()
         for n in names:
@@ -269,11 +276,17 @@ def _strip_wrapper(staging: Path) -> Path:
     return staging
 
 
+def _files(root: Path) -> list[Path]:
+    return [folder / n for folder, _, names in walk(root) for n in names if (folder / n).is_file()]
+
+
 def _make_read_only(dest: Path) -> None:
-    for dirpath, _, filenames in os.walk(dest):
-        for n in filenames:
-            os.chmod(os.path.join(dirpath, n), 0o444)
-        os.chmod(dirpath, 0o555)
+    # A level below the deepest folder a dataroom may hold, so that one is entered and made read-only too.
+    # It holds no links: the unpacker refused or skipped them.
+    for folder, _, names in walk(dest, MAX_DEPTH + 1):
+        for n in names:
+            os.chmod(folder / n, 0o444)
+        os.chmod(folder, 0o555)
 
 
 def _is_junk(parts: tuple[str, ...]) -> bool:
@@ -291,6 +304,14 @@ def _too_many(name: str, count: int, limits: UnpackLimits) -> DataroomError:
     return DataroomError(
         f"{name} has more than {limits.max_entries} entries ({count} found). "
         "Remove files or split the dataroom, then try again."
+    )
+
+
+def _too_deep(name: str, parts: tuple[str, ...]) -> DataroomError:
+    shown = "/".join(parts[:3]) + "/..." if len(parts) > 3 else "/".join(parts)  # a deep path is long
+    return DataroomError(
+        f"{name} contains a path {len(parts)} levels deep ({shown}), more than the {MAX_DEPTH} a dataroom "
+        "may have. Move the files into shallower folders and upload the dataroom again."
     )
 
 

@@ -49,6 +49,7 @@ from searchbox.llm.pool import Server
 from searchbox.jobs.bundle import FILE_MAX_BYTES
 from searchbox.jobs.scheduler import RunFn
 from searchbox.records.job_folder import DATAROOM_NAME, JobFolder
+from searchbox.records.tree import MAX_DEPTH, walk
 from searchbox.records.work_files import open_regular_in
 from searchbox.settings import Settings
 
@@ -299,8 +300,7 @@ def pack_job(job_dir: Path) -> bytes:
     folder = JobFolder(job_dir)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for top, dirs, files in os.walk(job_dir, followlinks=False):
-            here = Path(top)
+        for here, dirs, files in walk(job_dir, 1 + MAX_DEPTH):  # as the bundle: never below what work/ may hold
             dirs[:] = sorted(d for d in dirs if here / d != folder.dataroom)
             if here != job_dir:
                 archive.add(str(here), here.relative_to(job_dir).as_posix(), recursive=False)

@@ -18,6 +18,7 @@ from pathlib import Path
 from searchbox.llm.disclosure import hidden
 from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import ANSWER_NAME, DATAROOM_NAME, WORK_NAME, JobFolder
+from searchbox.records.tree import MAX_DEPTH, walk
 from searchbox.records.work_files import ANSWER_MAX_BYTES, UntrustedFile, copy_out, open_regular_in
 
 FILE_MAX_BYTES = 64 << 20  # no record is this large; a sparse file of terabytes would pass a disk budget
@@ -75,8 +76,10 @@ def _candidates(job_dir: Path) -> list[str]:
     folder = JobFolder(job_dir)
     skipped_top = {folder.input_zip.name, folder.bundle.name, folder.downloads.name}
     found: list[str] = []
-    for folder, dirs, files in os.walk(job_dir, followlinks=False):
-        rel_folder = Path(folder).relative_to(job_dir)
+    # No deeper than work/ may go: a chain bash made deeper (cut by the budget after each command, unless the
+    # command never ended cleanly) is left out, where os.walk died of RecursionError on it.
+    for folder, dirs, files in walk(job_dir, 1 + MAX_DEPTH):
+        rel_folder = folder.relative_to(job_dir)
         if rel_folder == Path(WORK_NAME):
             dirs[:] = [d for d in dirs if d not in (DATAROOM_NAME, _SCRATCH)]
         if rel_folder == Path("."):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.records.job_folder import JobFolder
+from searchbox.records.tree import walk
 from searchbox.settings import Settings
 from searchbox.workspace import Workspace
 
@@ -38,7 +39,8 @@ def _keep_input(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
         return
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(source.rglob("*")):
+        # Bounded: install_dataroom refused a deeper document, but never looked inside the junk it leaves out.
+        for path in sorted(folder / n for folder, _, names in walk(source) for n in names):
             if path.is_file() and not path.is_symlink():
                 archive.write(path, path.relative_to(source).as_posix())
 

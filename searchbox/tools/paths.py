@@ -9,17 +9,13 @@ import stat
 from pathlib import Path
 
 from searchbox.records.job_folder import DATAROOM_NAME
+from searchbox.records.tree import MAX_DEPTH  # re-exported: the tools and the unpacker share one bound
 from searchbox.records.work_files import kind_of
 from searchbox.tools.arguments import ToolArgumentError
 
 DATAROOM_DIR = DATAROOM_NAME
 # The tools' own scratch space inside work/ (bash spill files, TMPDIR): never inside dataroom/.
 SCRATCH_DIR = ".searchbox"
-# How many components a path in work/ may have (dataroom/ excluded: its depth is the upload's). Source
-# trees, site-packages and npm's flat node_modules stay well under 20 levels; a chain thousands deep
-# (`write d/d/.../f`, one `mkdir -p` in bash) only serves to break whatever walks or removes it later.
-# write and edit refuse deeper paths; after each bash command the job's budget removes deeper folders.
-MAX_DEPTH = 32
 
 
 def dataroom_relative(path: str) -> str:

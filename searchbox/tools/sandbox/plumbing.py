@@ -7,11 +7,11 @@ and the job is told; when that cannot be done, the error says why."""
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
 from searchbox.records.job_folder import DATAROOM_NAME
+from searchbox.records.removal import remove_entry_at
 
 SCRATCH = ".searchbox"
 DATAROOM = DATAROOM_NAME
@@ -153,10 +153,8 @@ class DataroomGuard:
             if moved is None:
                 return "work/dataroom was moved or removed and could not be found to put back"
             if now is not None:  # an impostor: the command's own making
-                if stat.S_ISDIR(now.st_mode):
-                    shutil.rmtree(DATAROOM, dir_fd=fd)
-                else:
-                    os.unlink(DATAROOM, dir_fd=fd)
+                # Any depth, links and read-only folders: shutil.rmtree died of RecursionError on a deep one.
+                remove_entry_at(fd, DATAROOM)
             os.rename(moved, DATAROOM, src_dir_fd=fd, dst_dir_fd=fd)
             return (f"work/dataroom was renamed to work/{moved}"
                     f"{' and something else put in its place' if now is not None else ''}: the dataroom was put back")
