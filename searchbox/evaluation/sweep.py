@@ -46,10 +46,10 @@ While it runs, results.jsonl gains each row as its run finishes (what the Compar
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import json
-import shutil
 import socket
 import time
 from collections import deque
@@ -71,6 +71,7 @@ from searchbox.jobs.job import create_job, stop_reason_of
 from searchbox.jobs.scheduler import RunFn
 from searchbox.llm.pool import Pool, PoolError, Server, Slot
 from searchbox.llm.types import ChatModel
+from searchbox.records.removal import remove_job_folder
 from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json, write_text_atomic
 from searchbox.settings import Settings
 
@@ -391,11 +392,12 @@ def _knobs_new_since(out: Path, previous: Any, base: Settings) -> dict[str, Any]
 
 def _fresh_job(job_dir: Path, question: Question, dataroom: Path, settings: Settings) -> None:
     if job_dir.exists():  # cut off mid-run, or never got past create_job
-        shutil.rmtree(job_dir)
+        remove_job_folder(job_dir)  # its dataroom is read-only: rmtree fails on it for a user not root
     try:
         create_job(job_dir, question["question"], dataroom, settings)
     except DataroomError:
-        shutil.rmtree(job_dir, ignore_errors=True)  # not a finished run: a fixed dataroom must run again
+        with contextlib.suppress(OSError):
+            remove_job_folder(job_dir)  # not a finished run: a fixed dataroom must run again
         raise
 
 

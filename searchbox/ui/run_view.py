@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import queue
 import secrets
 import time
@@ -25,6 +26,7 @@ from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_eve
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.jobs.store import QueueLimits
+from searchbox.records.removal import remove_job_folder
 from searchbox.llm.disclosure import operator_details
 from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
 from searchbox.tools.catalog import CATALOG_TOOLS
@@ -37,6 +39,7 @@ from searchbox.ui.slots import lost_server, standing_text
 from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices,
                                    own_model_choice, take_upload)
 
+log = logging.getLogger(__name__)
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
 _POLL_S = 0.05  # how often a watched run's events are looked for
@@ -123,7 +126,6 @@ class RunView:
         if not upload:
             return gr.update(value=None, visible=False)
         take_upload(self.services.uploads, upload, request)
-        import shutil
         import tempfile
 
         from searchbox.workspace import Workspace
@@ -134,7 +136,10 @@ class RunView:
         except DataroomError as exc:
             raise gr.Error(inert.html(exc)) from exc  # it may name the zip's members: Gradio shows it as HTML
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                remove_job_folder(tmp)  # its dataroom is read-only: rmtree left it behind for an app not root
+            except OSError as exc:
+                log.warning("the preview's folder %s stays: %s", tmp, exc)
         return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
 
     async def run(self, http: gr.Request, owner: str | None = None, upload: str | None = None,
