@@ -117,11 +117,11 @@ class SqliteVectorStore:
         now = int(time.time())
         # A seed has no `used` column (and is never written): 0 stands in.
         used = "0" if self.read_only else "used"
+        stale: list[bytes] = []
         with self._lock:
             for start in range(0, len(keys), _LOOKUP_BATCH):
                 batch = list(keys[start : start + _LOOKUP_BATCH])
                 marks = ",".join("?" * len(batch))
-                stale = []
                 try:
                     rows = self._conn.execute(f"SELECT key, dim, vec, {used} FROM embeddings WHERE key IN ({marks})",
                                               batch)
@@ -131,14 +131,23 @@ class SqliteVectorStore:
                             found[bytes(key)] = vec
                             if isinstance(stamp, int) and stamp < now - _RESTAMP_AFTER_S:
                                 stale.append(key)
-                    if stale and not self.read_only:
-                        with self._conn:
-                            self._conn.execute(f"UPDATE embeddings SET used = ? WHERE key IN ({','.join('?' * len(stale))})",
-                                               [now, *stale])
                 except sqlite3.DatabaseError as exc:
                     self._broken(exc)
                     return found
+            self._stamp(stale, now)
         return found
+
+    def _stamp(self, keys: list[bytes], now: int) -> None:
+        """Mark rows as used now (called with the lock held). A file busy for longer than the timeout skips
+        it: the rows are found all the same, and evicted sooner."""
+        try:
+            for start in range(0, len(keys), _LOOKUP_BATCH):
+                batch = keys[start : start + _LOOKUP_BATCH]
+                with self._conn:
+                    self._conn.execute(f"UPDATE embeddings SET used = ? WHERE key IN ({','.join('?' * len(batch))})",
+                                       [now, *batch])
+        except sqlite3.DatabaseError as exc:
+            self._broken(exc)
 
     def put_many(self, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
         if self.read_only or not items:
