@@ -111,9 +111,11 @@ class ExtractionCache:
     def _entries(self) -> Iterator[tuple[int, int, Path]]:
         """(last use, size, path) of each entry."""
         for path in self.folder.glob("??/*.json"):
-            with contextlib.suppress(OSError):  # removed by another process meanwhile
+            try:
                 info = path.stat()
-                yield info.st_mtime_ns, info.st_size, path
+            except OSError:  # removed by another process meanwhile
+                continue
+            yield info.st_mtime_ns, info.st_size, path
 
 
 def _key(path: Path, fn: extract.Extractor) -> str:

@@ -168,7 +168,7 @@ class SqliteVectorStore:
         transaction, so another process never sees the count and the rows disagree)."""
         if self.max_bytes <= 0:
             return
-        held = self.held_bytes()
+        held = self._held_bytes()
         if held <= self.max_bytes:
             return
         target = int(self.max_bytes * _EVICT_TO)
@@ -176,9 +176,9 @@ class SqliteVectorStore:
             rows = (held - target) // row_bytes + 1  # rows of another model may be smaller: then again
             self._conn.execute("DELETE FROM embeddings WHERE key IN (SELECT key FROM embeddings ORDER BY used LIMIT ?)",
                                (rows,))
-            held = self.held_bytes()
+            held = self._held_bytes()
 
-    def held_bytes(self) -> int:
+    def _held_bytes(self) -> int:
         """What the rows hold, as the triggers count it (keys, vectors and _ROW_OVERHEAD each)."""
         return int(self._conn.execute("SELECT bytes FROM held").fetchone()[0])
 
