@@ -489,8 +489,9 @@ def _metered_llama_class() -> type:
 
         def take_prefix(self, prefix: tuple[int, ...], keep: int) -> int:
             """Make the KV cache hold exactly `prefix`, of which it holds the first `keep` tokens (a cut of
-            cold_cuts): loaded from the store, if there is one, else its rest evaluated now, from there as a
-            cold evaluation cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
+            cold_cuts): loaded from the store, if there is one, and checked by evaluating its last micro-batch
+            again (a state that fails is removed), else its rest evaluated now, from there as a cold evaluation
+            cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
             key = PrefixKey(self.kept.setup, prefix) if self.kept else None
             state = self.kept.store.load(key) if self.kept and key else None
             if self.kept and key and state is not None:
