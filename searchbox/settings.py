@@ -237,6 +237,19 @@ class Settings:
     searchbox_cache_dir: str = knob(
         "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox)"
     )
+    # A dataroom at the upload limit (200 MB) of text-heavy documents holds some 50 MB of text: about 41,000
+    # chunks of 1,400 characters, whose 1,024-dimension vectors (the default embedder's) take about 170 MB.
+    extract_cache_mb: int = knob(
+        512, "disk the extracted text of datarooms may fill in <cache dir>/extracted, shared by every job and "
+        "process (about ten datarooms of 50 MB of text), so that a dataroom seen before is not parsed again; "
+        "least recently used first out, so that what one visitor uploaded does not stay forever; 0 = no bound"
+    )
+    embed_cache_mb: int = knob(
+        1024, "disk the embedding cache may fill in <cache dir>/embeddings.sqlite, shared by every job and "
+        "process (the vectors of about six datarooms of 50 MB of text), so that a dataroom seen before is not "
+        "embedded again; least recently used first out, so that what one visitor uploaded does not stay "
+        "forever; the file keeps its size (SQLite reuses the space it frees); 0 = no bound"
+    )
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
     searchbox_operator: bool = knob(
         False, "the person using searchbox is its operator, not a public app's visitor: the app's jobs table lists "

@@ -4,6 +4,9 @@ falls back to extracting."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,8 @@ from dataroom_factories import make_docx, make_pdf, make_xlsx
 from searchbox.dataroom import extract
 from searchbox.dataroom.extract import extract_dataroom
 from searchbox.dataroom.extract_cache import ExtractionCache
+from searchbox.dataroom.work_dir import extraction_cache
+from searchbox.settings import Settings
 
 
 @pytest.fixture
@@ -87,3 +92,63 @@ def test_a_file_that_failed_is_tried_again_next_time(room: Path, tmp_path: Path)
     cache = ExtractionCache(tmp_path / "cache")
     assert cache.extract(room, "broken.pdf").status == "error"
     assert cache.extract(room, "broken.pdf").status == "error" and (cache.hits, cache.misses) == (0, 2)
+
+
+def text_room(root: Path, count: int, first: int = 0) -> list[str]:
+    """`count` text files of about 100 kB each, each its own text."""
+    root.mkdir(parents=True, exist_ok=True)
+    names = [f"doc{i}.txt" for i in range(first, first + count)]
+    for name in names:
+        (root / name).write_text(f"{name}\n" + f"{name} says the lease ends in 2031. " * 3_000)
+    return names
+
+
+def held_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*.json"))
+
+
+def test_the_shared_cache_keeps_the_most_recently_used_within_its_bound(tmp_path: Path) -> None:
+    """EXTRACT_CACHE_MB bounds <cache dir>/extracted (issue 43: every dataroom's text stayed forever)."""
+    settings = Settings.resolve(env={"SEARCHBOX_CACHE_DIR": str(tmp_path / "cache"), "EXTRACT_CACHE_MB": "1"})
+    room = tmp_path / "room"
+    names = text_room(room, 8)
+    cache = extraction_cache(settings)
+    for name in names:
+        cache.extract(room, name)
+    assert 700_000 < held_bytes(cache.folder) < 2**20  # eight entries of about 100 kB: under the bound
+    cache.extract(room, names[0])  # used again: the most recently used now
+    for name in text_room(room, 2, first=8):  # past the bound: down to 90% of it, the least recently used out
+        cache.extract(room, name)
+    probe = ExtractionCache(cache.folder)  # no bound: its lookups remove nothing
+    probe.extract(room, names[0])
+    probe.extract(room, names[1])
+    assert (probe.hits, probe.misses) == (1, 1)  # the one used again stayed, the one used once went
+    for name in text_room(room, 20, first=10):
+        cache.extract(room, name)
+    assert held_bytes(cache.folder) <= 2**20  # 30 entries written, about 3 MB
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from searchbox.dataroom.extract_cache import ExtractionCache
+from searchbox.dataroom.work_dir import extraction_cache
+from searchbox.settings import Settings
+
+cache = ExtractionCache(Path(sys.argv[1]), 2**20)
+for name in sys.argv[3:]:
+    assert cache.extract(Path(sys.argv[2]), name).status == "ok"
+"""
+
+
+def test_processes_sharing_a_bounded_cache_keep_it_sound(tmp_path: Path) -> None:
+    """Three processes write one bounded folder at once, removing each other's entries: every entry left is
+    whole, and the folder ends within the bound and what one process wrote since it last counted."""
+    room, folder = tmp_path / "room", tmp_path / "cache"
+    names = text_room(room, 45)
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(folder), str(room), *names[i::3]],
+                                cwd=Path(__file__).resolve().parents[1]) for i in range(3)]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0, 0]
+    entries = list(folder.rglob("*.json"))
+    assert entries and all(json.loads(p.read_text())["status"] == "ok" for p in entries)
+    assert held_bytes(folder) <= 2**20 * 1.3

@@ -3,10 +3,11 @@ tests/test_kept_prefix.py puts real KV states through it)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from searchbox.llm.prefix_store import PrefixKey, PrefixStore
+from searchbox.llm.prefix_store import MAGIC, PrefixKey, PrefixStore
 
 SETUP = {"gguf_sha256": "ab" * 32, "n_ctx": 4096, "n_ubatch": 512, "kv_cache": "q8_0"}
 KEY = PrefixKey(SETUP, tuple(range(1024)))
@@ -44,6 +45,36 @@ def test_a_foreign_file_under_the_keys_name_is_ignored(tmp_path: Path) -> None:
     store.save(foreign, STATE)
     (tmp_path / foreign.name).rename(tmp_path / KEY.name)
     assert store.load(KEY) is None and not (tmp_path / KEY.name).exists()
+
+
+def test_a_malformed_header_is_ignored_and_removed_never_raised(tmp_path: Path) -> None:
+    """Headers anything of the app's user could write under the key's name (issue 43): each is a miss, and
+    the file goes, so the next process does not meet it again."""
+    store = PrefixStore(tmp_path, 10 * 2**20)
+    path = tmp_path / KEY.name
+    named = json.dumps(KEY.as_json()).encode()
+    headers = {
+        "deeply nested JSON": b"[" * 200_000 + b"]" * 200_000,
+        "wrong types": json.dumps({"setup": list(SETUP), "tokens": "0 1 2", "state_bytes": "20000", "sha256": 5}).encode(),
+        "not JSON": b"\xff\xfe{",
+        "the key's, cut short": named[: len(named) // 2],
+        "the key's and more": named + b" " * 100,
+    }
+    for why, header in headers.items():
+        path.write_bytes(MAGIC + len(header).to_bytes(8, "little") + header + STATE)
+        assert store.load(KEY) is None and not path.exists(), why
+    for claimed in (2**63 - 1, 16 * 2**20):  # a length no header has: refused before anything is read
+        path.write_bytes(MAGIC + claimed.to_bytes(8, "little") + named)
+        assert store.load(KEY) is None and not path.exists(), claimed
+    store.save(KEY, STATE)
+    assert store.load(KEY) == STATE  # and the next save keeps it again
+
+
+def test_a_discarded_state_is_removed(tmp_path: Path) -> None:
+    store = PrefixStore(tmp_path, 10 * 2**20)
+    store.save(KEY, STATE)
+    store.discard(KEY, "it did not check out")
+    assert store.load(KEY) is None and not any(tmp_path.iterdir())
 
 
 def test_links_and_oversized_files_are_refused(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def prepare_work_dir(job_dir: Path, source: Path) -> Path:
 
 def extraction_cache(settings: Settings) -> ExtractionCache:
     """The documents' extracted text on disk, shared by every job (and process) with this cache dir."""
-    return ExtractionCache(Path(settings.cache_dir) / "extracted")
+    return ExtractionCache(Path(settings.cache_dir) / "extracted", settings.extract_cache_mb * 2**20)
 
 
 def load_corpus(work_dir: Path, settings: Settings) -> Corpus:

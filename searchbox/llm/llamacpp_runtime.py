@@ -44,7 +44,7 @@ from searchbox.llm.call_format import call_format, example_call
 from searchbox.llm.cpu_load import cores, usable_cpus
 from searchbox.llm.decode_threads import DecodeThreads
 from searchbox.llm.gguf import gguf_digest
-from searchbox.llm.llamacpp_state import restore_sequence, sequence_state, setup_key
+from searchbox.llm.llamacpp_state import restore_checked, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.schema_grammar import json_grammar
 from searchbox.llm.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
@@ -489,15 +489,18 @@ def _metered_llama_class() -> type:
 
         def take_prefix(self, prefix: tuple[int, ...], keep: int) -> int:
             """Make the KV cache hold exactly `prefix`, of which it holds the first `keep` tokens (a cut of
-            cold_cuts): loaded from the store, if there is one, else its rest evaluated now, from there as a
-            cold evaluation cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
+            cold_cuts): loaded from the store, if there is one, and checked by evaluating its last micro-batch
+            again (a state that fails is removed), else its rest evaluated now, from there as a cold evaluation
+            cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
             key = PrefixKey(self.kept.setup, prefix) if self.kept else None
             state = self.kept.store.load(key) if self.kept and key else None
-            if state is not None:
-                if restore_sequence(self, prefix, state):
-                    self.meter.restored += len(prefix)
-                    return len(prefix)
-                keep = 0  # llama.cpp refused it and the cache is empty now
+            if self.kept and key and state is not None:
+                last_cut = cold_cuts(len(prefix) - 1, 0, self.context_params.n_ubatch)[-1]
+                if not (refused := restore_checked(self, prefix, state, last_cut)):
+                    self.meter.restored += last_cut
+                    return last_cut
+                self.kept.store.discard(key, refused)
+                keep = 0  # the cache is empty now
             self.n_tokens = keep
             self.eval(list(prefix[keep:]))
             if self.kept and key:

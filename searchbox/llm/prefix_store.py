@@ -1,11 +1,13 @@
 """Kept prompt prefixes on disk: the KV state of a prefix one process evaluated, for the next process.
 
-A file holds one prefix: a header (its key: every setting the state depends on, and the prefix's tokens;
-the state's length and sha256) and the state's bytes. Files are named by the key's hash, so a lookup is
-one open. A file is used only when its header names exactly the key asked for and its bytes have the
-length and sha256 the header gives: a truncated, altered or foreign file is ignored (and removed), so the
-prefix is evaluated again and saved anew, never trusted. The store is bounded: after each save the least
-recently used files go while all of them hold more than `max_bytes`.
+A file holds one prefix: a header (its key: every setting the state depends on, and the prefix's tokens),
+the state's sha256 and the state's bytes. Files are named by the key's hash, so a lookup is one open. A
+file is used only when its header is, byte for byte, the header of the key asked for (compared, never
+parsed: no header can make a load raise or read more than the key's own length) and its bytes have the
+sha256 it gives: a truncated, altered or foreign file is ignored and removed, so the prefix is evaluated
+again and saved anew, never trusted. What the checksum cannot tell, a state of another text saved under
+this key, the runtime checks after loading it (llamacpp_state.restore_checked). The store is bounded:
+after each save the least recently used files go while all of them hold more than `max_bytes`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"searchbox kept prefix 1\n"
+MAGIC = b"searchbox kept prefix 2\n"  # 1 had a JSON header that a load parsed
 SUFFIX = ".kv"
 _LENGTH_BYTES = 8  # the header's length, before it
-_MAX_HEADER = 16 * 2**20  # a key lists up to n_ctx tokens: generous, yet no file makes us read gigabytes of header
+_DIGEST_BYTES = 32  # the state's sha256, after the header
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class PrefixKey:
 
     def as_json(self) -> dict[str, Any]:
         return {"setup": self.setup, "tokens": list(self.tokens)}
+
+    @property
+    def header(self) -> bytes:
+        """The file's header for this key: the same bytes for the same key in every process."""
+        return json.dumps(self.as_json(), sort_keys=True).encode()
 
     @property
     def name(self) -> str:
@@ -64,19 +71,25 @@ class PrefixStore:
             os.utime(path)  # recently used: evicted last
         return state
 
+    def discard(self, key: PrefixKey, why: str) -> None:
+        """Remove the state kept for this key: it did not check out once loaded."""
+        log.warning("removing the kept prefix %s: %s", key.name, why)
+        with contextlib.suppress(OSError):
+            (self.directory / key.name).unlink(missing_ok=True)
+
     def save(self, key: PrefixKey, state: bytes) -> None:
         """Keep the state for this key (atomically: a reader never sees half a file), then bound the store."""
-        header = json.dumps({**key.as_json(), "state_bytes": len(state),
-                             "sha256": hashlib.sha256(state).hexdigest()}).encode()
-        size = len(MAGIC) + _LENGTH_BYTES + len(header) + len(state)
+        header = key.header
+        size = len(MAGIC) + _LENGTH_BYTES + len(header) + _DIGEST_BYTES + len(state)
         if size > self.max_bytes:
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # only this user's processes write here
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as out:
                     out.write(MAGIC + len(header).to_bytes(_LENGTH_BYTES, "little") + header)
+                    out.write(hashlib.sha256(state).digest())
                     out.write(state)
                 os.replace(temp, self.directory / key.name)
             except BaseException:
@@ -97,14 +110,13 @@ class PrefixStore:
                 raise ValueError(f"{info.st_size} bytes, more than the store holds")
             if source.read(len(MAGIC)) != MAGIC:
                 raise ValueError("not a kept prefix of this format")
-            length = int.from_bytes(source.read(_LENGTH_BYTES), "little")
-            if length > _MAX_HEADER:
-                raise ValueError("header too long")
-            header = json.loads(source.read(length))
-            if not isinstance(header, dict) or {k: header.get(k) for k in ("setup", "tokens")} != key.as_json():
+            expected = key.header
+            # Its length first: a header of any other length is another key's, or no header at all, and is not read.
+            if int.from_bytes(source.read(_LENGTH_BYTES), "little") != len(expected) or source.read(len(expected)) != expected:
                 raise ValueError("kept for another model, context or prefix")
+            digest = source.read(_DIGEST_BYTES)
             state = source.read()
-        if len(state) != header.get("state_bytes") or hashlib.sha256(state).hexdigest() != header.get("sha256"):
+        if hashlib.sha256(state).digest() != digest:
             raise ValueError("its bytes do not match its checksum")
         return state
 

@@ -142,7 +142,8 @@ def job_encoder(settings: Settings, seed_caches: list[Path] | None = None,
                 cancel: CancelToken | None = None) -> Encoder:
     """The settings' embedder behind the disk cache; the model loads on the first text not cached (a
     cut of the run does not wait for a batch or a load)."""
-    cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [])
+    cache = EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite", seed_caches or [],
+                           settings.embed_cache_mb * 2**20)
     return Encoder(embedding_cache_name(settings), lambda: load_embedder(settings), cache, cancel)
 
 
