@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-README_MAX_LINES = 200
+README_MAX_LINES = 120
 
 
 def _tokens(page: Path) -> list:
@@ -91,3 +91,36 @@ def test_the_records_page_lists_every_event_type() -> None:
              if isinstance(cls, type) and issubclass(cls, events.Event) and cls is not events.Event}
     page = (ROOT / "docs" / "records.md").read_text()
     assert types and not [t for t in sorted(types) if f"| `{t}` |" not in page]
+
+
+_DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+REFERENCE_PAGES = [p for p in PAGES if "findings" not in p.relative_to(ROOT).parts]
+
+
+def dated_text(page: Path) -> list[str]:
+    """Dates in a page's prose: a measurement belongs in a dated finding, which the page links. A date in
+    code (a file name, an example value) or in a link to a finding is no measurement."""
+    found: list[str] = []
+    for token in _tokens(page):
+        in_finding_link = False
+        for child in token.children or []:
+            if child.type == "link_open":
+                in_finding_link = "findings/" in str(child.attrs.get("href", ""))
+            elif child.type == "link_close":
+                in_finding_link = False
+            elif child.type == "text" and not in_finding_link:
+                found += [f"{page.name}: ...{child.content[max(0, m.start() - 40):m.end() + 40]}..."
+                          for m in _DATE.finditer(child.content)]
+    return found
+
+
+@pytest.mark.parametrize("page", REFERENCE_PAGES, ids=[str(p.relative_to(ROOT)) for p in REFERENCE_PAGES])
+def test_reference_pages_carry_no_dated_figures(page: Path) -> None:
+    assert not dated_text(page), "a dated figure belongs in docs/findings/, linked from here: " + "; ".join(dated_text(page))
+
+
+def test_a_dated_figure_is_caught_and_a_date_in_code_or_a_finding_link_is_not(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("Measured 2026-12-05: 52 s. `PROMPT_DATE=2026-12-02` and [2026-12-04-x.md](findings/2026-12-04-x.md)\n\n"
+                    "```\nrun --date 2026-12-01\n```\n")
+    assert [line.split(": ", 1)[1] for line in dated_text(page)] == ["...Measured 2026-12-05: 52 s. ..."]
