@@ -79,6 +79,18 @@ def _bookkeeping() -> Any:
 class Settings:
     llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
     model_id: str = knob("", "model id sent to LLAMA_URL")
+    llama_api_key: str = knob(
+        "", "API key for LLAMA_URL (and the pool's servers and a CITATION_JUDGE endpoint), sent as `Authorization: "
+        "Bearer`, to Pi through its environment; when unset, OPENAI_API_KEY is read instead (the run's feed says so "
+        "once). A run pointed at an endpoint of a visitor's gets no key", secret=True
+    )
+    llm_stream: str = knob(
+        "auto", "LLAMA_URL: stream responses (on), never (off: one plain request per response, for a provider that "
+        "refuses `stream` or `stream_options`), or auto: stream, and where the endpoint refuses a streamed request "
+        "(HTTP 400/422 naming stream) send plain ones to it for the rest of the process, saying so once. Pi always "
+        "streams: under off, or auto once the endpoint refused, it talks to searchbox's loopback relay",
+        choices=("auto", "on", "off")
+    )
     llm_timeout_seconds: int = knob(
         600, "LLAMA_URL: seconds to wait for the next byte of a response (a long prompt can take minutes to prefill)"
     )
@@ -351,6 +363,9 @@ class Settings:
         unknown = set(overrides) - {f.name for f in knob_fields()}
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        if "llama_api_key" not in values and env.get("OPENAI_API_KEY"):
+            # The OpenAI clients' own variable; not explicit, which is how connect() knows to say it was read.
+            values["llama_api_key"] = env["OPENAI_API_KEY"]
         preset = values.get("retrieval_preset", cls.retrieval_preset)
         for key, value in RETRIEVAL_PRESETS[preset].items():
             if key not in explicit:

@@ -9,7 +9,9 @@ JSON completion) by playing a script, one item per request:
 - a callable taking the request body and returning either of the above (answer by what was sent).
 
 When the script runs out, `default` answers (HTTP 500 when there is none). Every request is
-recorded in `.requests`.
+recorded in `.requests`. Two ways a hosted provider differs, before any script item is used:
+`api_key=` answers HTTP 401 to a request without `Authorization: Bearer <key>`, as OpenAI does;
+`refuses_stream=True` answers HTTP 400 to one with `stream` or `stream_options`.
 
     with ScriptedEndpoint([Reply(text="hi")]) as endpoint:
         client = OpenAIClient(endpoint.url, "scripted")
@@ -104,7 +106,9 @@ class RecordedRequest:
 
 class ScriptedEndpoint:
     def __init__(self, script: Iterable[ScriptItem] = (), *, default: ScriptItem | None = None, model_id: str = "scripted",
-                 port: int = 0) -> None:
+                 port: int = 0, api_key: str = "", refuses_stream: bool = False) -> None:
+        self.api_key = api_key
+        self.refuses_stream = refuses_stream
         self._script: deque[ScriptItem] = deque(script)
         self.port = port  # 0: any free one; a given one lets a stopped endpoint come back at the same URL
         self.default = default
@@ -150,6 +154,18 @@ class ScriptedEndpoint:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _refusal(self, authorization: str, body: dict[str, Any]) -> tuple[int, bytes] | None:
+        """The provider's answer to a request without its key, or asking for a stream it does not give."""
+        if self.api_key and authorization != f"Bearer {self.api_key}":
+            error = {"message": "Incorrect API key provided. You must provide a valid API key.",
+                     "type": "invalid_request_error", "code": "invalid_api_key"}
+            return 401, json.dumps({"error": error}).encode()
+        if self.refuses_stream and ("stream" in body or "stream_options" in body):
+            error = {"message": "stream is not supported by this endpoint", "type": "invalid_request_error",
+                     "param": "stream"}
+            return 400, json.dumps({"error": error}).encode()
+        return None
+
     def _next(self, body: dict[str, Any]) -> Reply | Fault:
         with self._lock:
             item = self._script.popleft() if self._script else self.default
@@ -175,6 +191,8 @@ def _handler_for(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send_json(404, {"error": {"code": 404, "message": f"no route {self.path}"}})
+            if refused := endpoint._refusal(self.headers.get("Authorization", ""), body):
+                return self._send_raw(*refused)
             item = endpoint._next(body)
             if isinstance(item, Reply):
                 if body.get("stream") and not item.whole:

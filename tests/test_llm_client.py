@@ -203,11 +203,20 @@ def test_the_api_key_is_sent_but_never_shown() -> None:
         assert SECRET not in str(error) and "***" in str(error)
 
 
-def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+def test_api_key_from_the_environment() -> None:
+    for env in ({"LLAMA_API_KEY": SECRET}, {"OPENAI_API_KEY": SECRET}):
+        with ScriptedEndpoint([Reply(text="ok")]) as endpoint:
+            model = connect(Settings.resolve(env={**env, "LLAMA_URL": endpoint.url}))
+            model.complete(MESSAGES, max_tokens=16)
+            model.close()
+            assert endpoint.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_no_key_is_sent_unless_one_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # read by Settings.resolve only, never by the client itself
     with ScriptedEndpoint([Reply(text="ok")]) as endpoint:
         client(endpoint).complete(MESSAGES, max_tokens=16)
-        assert endpoint.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
+        assert "Authorization" not in endpoint.requests[0].headers
 
 
 def test_a_server_that_ignores_stream_true_is_understood() -> None:

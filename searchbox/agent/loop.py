@@ -248,6 +248,8 @@ class AgentLoop:
                     raise _RunOver(self.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):
                     self.bus.emit(Delta(kind=event.kind, text=event.text))
+                elif event.kind == "notice":
+                    self.bus.emit(Notice(level="warning", message=event.text))
                 elif event.kind == "done" and event.response is not None:
                     return event.response
         except (ContextOverflow, _RunOver):

@@ -234,7 +234,11 @@ class JobStore:
         write_json(self.job_dir(record.id) / STATE_FILE, dataclasses.asdict(record))
 
     def settings_for(self, record: JobRecord, base: Settings) -> Settings:
-        return base.with_overrides(**record.overrides)
+        settings = base.with_overrides(**record.overrides)
+        if settings.llama_url and settings.llama_url != base.llama_url and settings.llama_api_key:
+            # An endpoint the run names itself (a visitor's own): the operator's key is for the operator's.
+            settings = settings.with_overrides(llama_api_key="")
+        return settings
 
     def list(self, owner: str | None = None) -> list[JobRecord]:
         """Newest first; owner None lists everyone's jobs (an operator's view)."""

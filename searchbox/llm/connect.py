@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,9 +52,10 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
     the knobs the user did not set."""
     note = on_note or log.warning
     if settings.llama_url:
-        return Connection(OpenAIClient(settings.llama_url, settings.model_id, read_timeout_s=settings.llm_timeout_seconds,
-                                       max_attempts=settings.llm_attempts,
-                                       shown_as=endpoint_name(settings, settings.llama_url)), settings)
+        if borrowed_key(settings) and not _said_borrowed_key.is_set():
+            _said_borrowed_key.set()
+            note("LLAMA_API_KEY is unset: the key in OPENAI_API_KEY is sent to the endpoint")
+        return Connection(endpoint_client(settings, settings.llama_url, settings.model_id), settings)
     preset, path, auto = _choose_gguf(settings, note, progress)
     if preset is not None:
         settings, notes = fit_limits(settings, preset)
@@ -62,6 +64,22 @@ def connect_for_run(settings: Settings, *, on_note: Note | None = None,
     return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings), settings.llm_kv_cache,
                                     settings.llm_threads),
                       settings, auto)
+
+
+def endpoint_client(settings: Settings, url: str, model_id: str) -> OpenAIClient:
+    """A client of the endpoint at `url` with the run's key, streaming mode, timeouts and attempts."""
+    return OpenAIClient(url, model_id, api_key=settings.llama_api_key, stream=settings.llm_stream,
+                        read_timeout_s=settings.llm_timeout_seconds, max_attempts=settings.llm_attempts,
+                        shown_as=endpoint_name(settings, url))
+
+
+def borrowed_key(settings: Settings) -> bool:
+    """Whether the run's key is OPENAI_API_KEY's, read because LLAMA_API_KEY was not given (Settings.resolve)."""
+    return bool(settings.llama_api_key) and "llama_api_key" not in settings.explicit
+
+
+# The OPENAI_API_KEY fallback is said once per process: it is the operator's setup, not news to every run.
+_said_borrowed_key = threading.Event()
 
 
 def auto_pick_here(settings: Settings, *, measure: bool = True) -> AutoPick:

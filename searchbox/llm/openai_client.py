@@ -7,14 +7,21 @@ a "retry" event tells the display to drop what it showed). When every attempt fa
 the Authorization header only and is scrubbed from every message. Messages name the endpoint as the
 caller says (`shown_as`, from llm.disclosure: `the model server` unless an operator reads them), with
 every form of its URL hidden from what the server or the transport said; the log names the URL.
+
+LLM_STREAM: `on` always streams; `off` sends one plain request per response (no `stream`, no
+`stream_options`) and reads the completion whole; `auto` streams until the endpoint refuses a streamed
+request, then sends it plain requests for the rest of the process and says so once (a "notice" event).
+A refusal is an HTTP 400 or 422 whose body names stream, stream_options or streaming: that is how
+providers reject a parameter they do not take (a 5xx is retried as a failure of the server, and a 200
+with one JSON completion to a stream request is read whole already, so neither needs a fallback).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -34,6 +41,33 @@ _OVERFLOW = re.compile(
     re.I,
 )
 _RETRY_STATUS = {408, 429}  # timeout, rate limit: worth another try, like any 5xx
+_KEY_STATUS = {401, 403}  # the endpoint wants a key, or another one
+_STREAM_REFUSAL_STATUS = {400, 422}
+_NAMES_STREAM = re.compile(r"\bstream(?:_options|ing)?\b", re.I)
+_STREAM_FIELDS = {"stream": True, "stream_options": {"include_usage": True}}
+STREAM_MODES = ("auto", "on", "off")
+
+# Chat URLs that refused a streamed request under LLM_STREAM=auto: plain requests to them for the rest of
+# the process, so that every later response (and run) does not pay for the refusal again.
+_plain_only: set[str] = set()
+_plain_only_lock = threading.Lock()
+
+
+def refused_streams(url: str) -> bool:
+    """Whether the endpoint at `url` (any form LLAMA_URL takes) refused a stream in this process."""
+    with _plain_only_lock:
+        return chat_completions_url(url) in _plain_only
+
+
+def refuses_streams(url: str) -> None:
+    """The endpoint at `url` refused a stream: plain requests to it under LLM_STREAM=auto from now on."""
+    with _plain_only_lock:
+        _plain_only.add(chat_completions_url(url))
+
+
+def is_stream_refusal(status: int, text: str) -> bool:
+    """Whether an error answer refuses the request for streaming (its `stream` or `stream_options`)."""
+    return status in _STREAM_REFUSAL_STATUS and bool(_NAMES_STREAM.search(text))
 
 
 class OpenAIClient(ChatModel):
@@ -42,7 +76,8 @@ class OpenAIClient(ChatModel):
         base_url: str,
         model_id: str = "",
         *,
-        api_key: str | None = None,
+        api_key: str = "",
+        stream: str = "auto",
         shown_as: str | None = MODEL_SERVER,
         read_timeout_s: float = 600.0,  # a long prompt can take minutes to prefill before the first byte
         connect_timeout_s: float = 10.0,
@@ -56,7 +91,10 @@ class OpenAIClient(ChatModel):
         # None: the reader may see the URL (an operator's app, a bench); else it is hidden behind the name.
         self._name = f"chat endpoint {self._logged_url}" if shown_as is None else shown_as
         self._hide = () if shown_as is None else tuple(url_forms(base_url) | url_forms(self.url))
-        self._secret = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        if stream not in STREAM_MODES:
+            raise ValueError(f"LLM_STREAM must be one of {', '.join(STREAM_MODES)}, got {stream!r}")
+        self.stream_mode = stream
+        self._secret = api_key
         headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
         self._http = httpx.Client(headers=headers, timeout=timeout)
@@ -77,8 +115,6 @@ class OpenAIClient(ChatModel):
         body: dict[str, Any] = {
             "model": self.model_id,
             "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
@@ -107,19 +143,24 @@ class OpenAIClient(ChatModel):
 
     def _attempt(self, body: dict[str, Any], builder: ResponseBuilder) -> Iterator[StreamEvent]:
         """Run one request, yielding its events. Returns "" when done, else why it should be retried."""
+        streamed = self._streams()
         started = time.monotonic()
         first: float | None = None
-        with self._http.stream("POST", self.url, json=body) as response:
+        with self._http.stream("POST", self.url, json={**body, **_STREAM_FIELDS} if streamed else body) as response:
             if response.status_code != 200:
-                return self._http_problem(response)
-            if response.headers.get("content-type", "").startswith("application/json"):
-                # A server that ignores stream=True answers with one whole completion.
-                chunks: Iterable[dict[str, Any]] = [self._json(response.read().decode("utf-8", "replace"))]
-            else:
-                chunks = self._sse_chunks(response)
+                text = response.read().decode("utf-8", "replace")
+                if streamed and self._refuses_stream(response.status_code, text):
+                    yield StreamEvent("notice", text=self._fall_back(response.status_code, text))
+                    return (yield from self._attempt(body, builder))
+                return self._http_problem(response.status_code, text)
+            live = not response.headers.get("content-type", "").startswith("application/json")
+            if live:
+                chunks: Iterable[dict[str, Any]] = self._sse_chunks(response)
+            else:  # a plain request's answer, or a server that ignores stream=True: one whole completion
+                chunks = [self._json(response.read().decode("utf-8", "replace"))]
             for chunk in chunks:
                 events = builder.add_chunk(chunk)
-                if first is None and builder.has_output:
+                if live and first is None and builder.has_output:  # a whole completion has no first token
                     first = time.monotonic()
                 yield from events
         if builder.finish_reason is None:
@@ -131,6 +172,22 @@ class OpenAIClient(ChatModel):
         timings = _timings(builder.server_timings, usage, started, first, time.monotonic())
         yield from builder.finish(usage, timings)
         return ""
+
+    def _streams(self) -> bool:
+        if self.stream_mode == "auto":
+            return not refused_streams(self.url)
+        return self.stream_mode == "on"
+
+    def _refuses_stream(self, status: int, text: str) -> bool:
+        return self.stream_mode == "auto" and is_stream_refusal(status, text)
+
+    def _fall_back(self, status: int, text: str) -> str:
+        """Plain requests to this endpoint from now on; what the run's feed says of it."""
+        refuses_streams(self.url)
+        log.warning("chat endpoint %s refused a streamed request (HTTP %d: %s): plain requests from now on",
+                    self._logged_url, status, self._without_secret(text[:300]))
+        return (f"{self._name} refused a streamed request (HTTP {status}: {self._scrub(text[:200])}): it gets plain "
+                "requests for the rest of this process (LLM_STREAM=auto; LLM_STREAM=off skips the refusal)")
 
     def _sse_chunks(self, response: httpx.Response) -> Iterator[dict[str, Any]]:
         for line in response.iter_lines():
@@ -152,12 +209,20 @@ class OpenAIClient(ChatModel):
             raise self._error_from_body(json.dumps(chunk["error"]), "in the stream")
         return chunk
 
-    def _http_problem(self, response: httpx.Response) -> str:
+    def _http_problem(self, status: int, text: str) -> str:
         """A retryable status becomes the reason to retry; anything else is raised."""
-        text = response.read().decode("utf-8", "replace")
-        if (response.status_code >= 500 and not _OVERFLOW.search(text)) or response.status_code in _RETRY_STATUS:
-            return self._scrub(f"HTTP {response.status_code}: {text[:200]}")
-        raise self._error_from_body(text, f"with HTTP {response.status_code}")
+        if (status >= 500 and not _OVERFLOW.search(text)) or status in _RETRY_STATUS:
+            return self._scrub(f"HTTP {status}: {text[:200]}")
+        if status in _KEY_STATUS:
+            raise self._failure(LLMError, self._key_problem(status, text))
+        raise self._error_from_body(text, f"with HTTP {status}")
+
+    def _key_problem(self, status: int, text: str) -> str:
+        """What an endpoint that refused the request for its key wants: the knob that gives one."""
+        said = f"(HTTP {status}: {text[:200]})"
+        if self._secret:
+            return f"refused the API key {said}: check LLAMA_API_KEY"
+        return f"needs an API key {said}: set LLAMA_API_KEY"
 
     def _error_from_body(self, text: str, how: str) -> LLMError:
         return self._failure(ContextOverflow if _OVERFLOW.search(text) else LLMError, f"answered {how}: {text[:500]}")

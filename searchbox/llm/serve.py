@@ -2,6 +2,8 @@
 only HTTP (HARNESS=pi with the built-in runtime): POST /v1/chat/completions, streamed (SSE) or whole,
 and GET /v1/models. The model's own tool-call parsing (TOOL_CALL_PARSING) and limits apply, so Pi sees
 the calls the native loop would. One request at a time: the runtime holds one model slot.
+It also relays to an endpoint Pi cannot stream from (LLM_STREAM): the model is then the endpoint's client,
+which makes plain requests; what the client has to say (a "notice") goes to `on_notice`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -19,8 +21,10 @@ from searchbox.llm.types import ChatModel, ChatResponse, Message
 
 
 class ModelServer:
-    def __init__(self, model: ChatModel, *, max_tokens: int, seed: int | None = None) -> None:
+    def __init__(self, model: ChatModel, *, max_tokens: int, seed: int | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> None:
         self.model = model
+        self.on_notice = on_notice
         self.max_tokens = max_tokens  # the run's MAX_OUTPUT_TOKENS: the most any request may ask for
         self.seed = seed
         self._lock = threading.Lock()
@@ -60,6 +64,8 @@ class ModelServer:
                     yield chunk({"content": shown})
                 elif event.kind == "reasoning" and event.text:
                     yield chunk({"reasoning_content": event.text})
+                elif event.kind == "notice":
+                    self._notice(event.text)
                 elif event.kind == "done" and event.response is not None:
                     response = event.response
                     if rest := text.rest(response.text):
@@ -71,7 +77,15 @@ class ModelServer:
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            response = next(e.response for e in self._stream(body) if e.kind == "done" and e.response is not None)
+            response = None
+            for event in self._stream(body):
+                if event.kind == "notice":
+                    self._notice(event.text)
+                elif event.kind == "done" and event.response is not None:
+                    response = event.response
+                    break
+            if response is None:
+                raise RuntimeError("the model's stream ended without a response")
         message: dict[str, Any] = {"role": "assistant", "content": response.text}
         if response.reasoning:
             message["reasoning_content"] = response.reasoning
@@ -80,6 +94,10 @@ class ModelServer:
         return {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
                 "model": self.model.model_id, "usage": _usage(response),
                 "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(response)}]}
+
+    def _notice(self, text: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(text)
 
     def _stream(self, body: dict[str, Any]) -> Iterator[Any]:
         asked = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens

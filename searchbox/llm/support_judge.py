@@ -30,6 +30,7 @@ def configured_judge(settings: Settings, run_model: Callable[[], ChatModel]) -> 
         return None, None
     if settings.citation_judge == "self":
         return support_judge(run_model(), settings.llm_seed or 0), None
-    client = OpenAIClient(settings.citation_judge, settings.citation_judge_model, read_timeout_s=settings.llm_timeout_seconds,
+    client = OpenAIClient(settings.citation_judge, settings.citation_judge_model, api_key=settings.llama_api_key,
+                          stream=settings.llm_stream, read_timeout_s=settings.llm_timeout_seconds,
                           max_attempts=settings.llm_attempts, shown_as=endpoint_name(settings, settings.citation_judge))
     return support_judge(client, settings.llm_seed or 0), client

@@ -78,12 +78,13 @@ class ChatResponse:
         return message
 
 
-StreamKind = Literal["text", "reasoning", "tool_call", "retry", "done"]
+StreamKind = Literal["text", "reasoning", "tool_call", "retry", "notice", "done"]
 
 
 @dataclass(frozen=True)
 class StreamEvent:
-    """One live delta. "retry" means the stream broke and restarts: discard what was shown."""
+    """One live delta. "retry" means the stream broke and restarts: discard what was shown. "notice" is
+    something about the backend the run's feed should say (once), e.g. that it now sends plain requests."""
 
     kind: StreamKind
     text: str = ""

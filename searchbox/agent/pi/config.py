@@ -1,6 +1,13 @@
 """How a run starts Pi: its agent folder (models.json naming the run's model), its command line and its
 environment. Everything lives in the job folder beside work/ (`<job>/pi/`), never inside it, and Pi's
-environment is an allowlist: no key or token of the app reaches it."""
+environment is an allowlist: no key or token of the app reaches it but the endpoint's own (LLAMA_API_KEY),
+which models.json names as an environment variable (Pi reads `apiKey` as a variable's name when one is
+set), so that the key is in no file.
+
+Pi's openai-completions provider always streams (`stream: true` is fixed in pi-ai; its compat settings
+drop only `stream_options`). An endpoint that must get plain requests (LLM_STREAM=off, or auto once it
+refused a stream in this process) is therefore relayed to Pi by searchbox (llm/serve.py) through the
+endpoint's client, which makes them."""
 
 from __future__ import annotations
 
@@ -11,8 +18,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from searchbox.agent.pi.install import EXTENSION, node_binary, pi_entry
+from searchbox.llm.openai_client import is_stream_refusal, refused_streams, refuses_streams
+from searchbox.settings import Settings
 
 PROVIDER = "searchbox"
+KEY_VARIABLE = "SEARCHBOX_LLM_KEY"  # models.json's apiKey: the variable of Pi's environment that holds the key
+# What Pi sends where there is no key (the relay, a local server): any value, since Pi requires one.
+NO_KEY = "searchbox"
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,28 @@ def base_url(llama_url: str) -> str:
     return url if url.endswith("/v1") else url + "/v1"
 
 
+def relayed(settings: Settings) -> bool:
+    """Whether Pi talks to searchbox's loopback relay rather than to LLAMA_URL: the built-in runtime, or an
+    endpoint that gets plain requests, which Pi cannot make."""
+    if not settings.llama_url:
+        return True
+    return settings.llm_stream == "off" or (settings.llm_stream == "auto" and refused_streams(settings.llama_url))
+
+
+def llm_problem(settings: Settings, error: str) -> str:
+    """Pi's error for a failed request, with what to do where the endpoint refused a key or a stream. A
+    stream refused under LLM_STREAM=auto is remembered, so that the process's next Pi run is relayed."""
+    status, _, _ = error.lstrip().partition(" ")
+    if status in ("401", "403"):
+        return f"{error} (the endpoint wants an API key: set LLAMA_API_KEY)"
+    if status.isdigit() and is_stream_refusal(int(status), error) and settings.llama_url:
+        if settings.llm_stream == "auto":
+            refuses_streams(settings.llama_url)
+            return f"{error} (the endpoint refuses streamed requests: the next run relays plain ones to Pi)"
+        return f"{error} (the endpoint refuses streamed requests: set LLM_STREAM=off or auto)"
+    return error
+
+
 def url_problem(llama_url: str) -> str | None:
     """Pi's models.json is a file of the run: an endpoint with credentials in its URL cannot go there."""
     if "@" in urlsplit(llama_url).netloc:
@@ -74,7 +108,7 @@ def write_agent_dir(paths: PiPaths, url: str, model_id: str, context_window: int
     for folder in (paths.agent_dir, paths.sessions, paths.home, paths.project):
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
-        "baseUrl": url, "api": "openai-completions", "apiKey": "searchbox",
+        "baseUrl": url, "api": "openai-completions", "apiKey": KEY_VARIABLE,
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
         "models": [{"id": model_id, "name": model_id, "reasoning": False, "input": ["text"],
                     "contextWindow": context_window, "maxTokens": max_tokens,
@@ -96,8 +130,9 @@ def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None
     return argv
 
 
-def pi_env(paths: PiPaths, token: str, socket_path: Path) -> dict[str, str]:
-    """An allowlist, as bash's is: Pi needs a PATH for node, its agent folder and the tool socket."""
+def pi_env(paths: PiPaths, token: str, socket_path: Path, llm_key: str = "") -> dict[str, str]:
+    """An allowlist, as bash's is: Pi needs a PATH for node, its agent folder, the tool socket and the
+    endpoint's key (none for the relay)."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(paths.home),
@@ -109,4 +144,5 @@ def pi_env(paths: PiPaths, token: str, socket_path: Path) -> dict[str, str]:
         "PI_TELEMETRY": "0",
         "SEARCHBOX_TOOL_SOCKET": str(socket_path),
         "SEARCHBOX_TOOL_TOKEN": token,
+        KEY_VARIABLE: llm_key or NO_KEY,
     }

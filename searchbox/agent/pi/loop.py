@@ -26,7 +26,8 @@ from typing import Any
 
 from searchbox.agent.control import RunControl
 from searchbox.llm.disclosure import hidden, operator_details
-from searchbox.agent.pi.config import PiPaths, base_url, pi_argv, pi_env, url_problem, write_agent_dir
+from searchbox.agent.pi.config import (PiPaths, base_url, llm_problem, pi_argv, pi_env, relayed, url_problem,
+                                       write_agent_dir)
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.rpc import Line, PiExited, PiProcess
 from searchbox.agent.pi.tool_server import Reply, Request, ToolServer
@@ -129,7 +130,8 @@ class PiLoop:
         argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes,
                                                             premise=self.settings.premise_check),
                        self.paths.session_file())
-        self.pi = PiProcess(argv, cwd=self.paths.project, env=pi_env(self.paths, token, server.path),
+        key = "" if relayed(self.settings) else self.settings.llama_api_key
+        self.pi = PiProcess(argv, cwd=self.paths.project, env=pi_env(self.paths, token, server.path, key),
                             stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
         stack.callback(self.pi.close)
         started = time.monotonic()
@@ -144,13 +146,16 @@ class PiLoop:
         self.bus.emit(Notice(level="info", message=f"Pi started in {time.monotonic() - started:.1f} s"))
 
     def _model_endpoint(self, stack: contextlib.ExitStack) -> tuple[str, str]:
-        """LLAMA_URL as it is; the built-in runtime served on a loopback port for the run's length."""
-        if self.settings.llama_url:
+        """LLAMA_URL as it is; the built-in runtime, or an endpoint that gets plain requests (config.relayed),
+        served on a loopback port for the run's length."""
+        if not relayed(self.settings):
             return base_url(self.settings.llama_url), self.settings.model_id or self.model.model_id
         started = time.monotonic()
-        server = ModelServer(self.model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed)
+        server = ModelServer(self.model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed,
+                             on_notice=lambda text: self.inbox.put(("notice", text)))
         server.__enter__()
-        self.bus.emit(Notice(level="info", message=f"the model is served to Pi at {server.base_url}: "
+        plain = " in plain (unstreamed) requests to the endpoint" if self.settings.llama_url else ""
+        self.bus.emit(Notice(level="info", message=f"the model is served to Pi at {server.base_url}{plain}: "
                                                    f"up in {time.monotonic() - started:.2f} s"))
 
         def stop() -> None:
@@ -206,6 +211,8 @@ class PiLoop:
                 continue
             if kind == "tool":
                 self._tool_request(*item, cut=aborting)
+            elif kind == "notice":  # from the relay's thread: said here, where the bus is used
+                self.bus.emit(Notice(level="warning", message=item))
             elif self._on_event(item, cut=aborting) == "idle":
                 if aborting in TURN_ENDERS:
                     self.bus.emit(Notice(level="warning", message=turn_ended(self.turn, aborting)))  # Pi was aborted
@@ -213,7 +220,8 @@ class PiLoop:
                 if aborting is not None:
                     raise _RunOver(aborting)
                 if self._last_assistant.get("stopReason") == "error":
-                    raise _RunOver("error_llm", str(self._last_assistant.get("errorMessage") or "the model failed"))
+                    error = str(self._last_assistant.get("errorMessage") or "the model failed")
+                    raise _RunOver("error_llm", llm_problem(self.settings, error))
                 return
 
     def _limit_reached(self) -> str | None:
