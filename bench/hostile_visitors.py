@@ -58,6 +58,7 @@ class Samples:
     rss_kb: int = 0
     hwm_kb: int = 0
     uploads_bytes: int = 0
+    died_after_s: float | None = None
     jobs_bytes: int = 0
 
 
@@ -89,10 +90,14 @@ def disk_bytes(folder: Path) -> int:
 
 
 def sample(pid: int, served: Path, jobs: Path, peak: Samples, stop: threading.Event) -> None:
+    started = time.monotonic()
     while not stop.wait(0.5):
         try:
             vm = status_kb(pid)
         except OSError:
+            vm = {}
+        if "VmRSS" not in vm:  # gone, or a zombie: the app died under the attack
+            peak.died_after_s = time.monotonic() - started
             return
         peak.rss_kb, peak.hwm_kb = max(peak.rss_kb, vm["VmRSS"]), max(peak.hwm_kb, vm["VmHWM"])
         peak.uploads_bytes = max(peak.uploads_bytes, disk_bytes(served))
@@ -196,18 +201,21 @@ def _status(answer: bytes) -> str:
 def timed_run(url: str, dataroom: Path, tag: str, outcomes: Counter) -> float | None:
     """One scripted run of the visitor on its own small dataroom (uploaded by gradio_client), in seconds;
     None when it failed (its upload refused, say), counted in `outcomes` either way."""
-    client = Client(url, verbose=False, headers={"X-Forwarded-For": VICTIM})
     args = list(search_args(tag, "victim-owner"))
     args[1] = handle_file(str(dataroom))
     started = time.monotonic()
+    client = None
     try:
+        client = Client(url, verbose=False, headers={"X-Forwarded-For": VICTIM})
         client.predict(*args, api_name="/search")
-    except Exception as exc:  # what the visitor sees: the refusal's status, or the run's error
+    except Exception as exc:  # what the visitor sees: the refusal's status, the run's error, or no app
         response = getattr(exc, "response", None)
         outcomes[f"failed ({response.status_code if response is not None else type(exc).__name__})"] += 1
+        time.sleep(max(0.0, 1 - (time.monotonic() - started)))  # an app that is down refuses at once
         return None
     finally:
-        client.close()
+        if client is not None:
+            client.close()
     outcomes["ran"] += 1
     return time.monotonic() - started
 
@@ -248,16 +256,18 @@ def main() -> None:
         stop.set()
         sampler.join()
         left_on_disk = disk_bytes(served)
-        report(args, idle, attacked, idle_vm, peak, left_on_disk, tally, victim)
+        report(args, idle, attacked, idle_vm, peak, left_on_disk, tally, victim, proc.poll())
 
 
 def report(args: argparse.Namespace, idle: list[float | None], attacked: list[float | None], idle_vm: dict[str, int],
-           peak: Samples, left_on_disk: int, tally: Tally, victim: Counter) -> None:
+           peak: Samples, left_on_disk: int, tally: Tally, victim: Counter, exit_code: int | None) -> None:
     idle_s = statistics.median(t for t in idle if t is not None)
     ran = [t for t in attacked if t is not None]
     attacked_s = statistics.median(ran) if ran else float("nan")
     rows = [
         ("attackers", f"{args.clients} addresses for {args.seconds:g} s (call bodies of {args.body_mb} MB)"),
+        ("the app", "served throughout" if peak.died_after_s is None else
+                    f"died {peak.died_after_s:.0f} s into the attack (exit code {exit_code})"),
         ("app RSS idle / peak while attacked", f"{idle_vm['VmRSS'] / 1024:.0f} MB / {peak.rss_kb / 1024:.0f} MB "
                                                f"(VmHWM {peak.hwm_kb / 1024:.0f} MB)"),
         ("disk under the upload folder, peak / 5 s after", f"{peak.uploads_bytes / MB:.1f} MB / "
