@@ -19,6 +19,7 @@ class Said:
     text: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     usage: Usage = Usage(input=100, output=5)
+    unread: str = ""  # output the parser read as nothing (llm.types.ChatResponse.unread)
 
 
 @dataclass
@@ -53,7 +54,7 @@ class FakeChatModel(ChatModel):
         if said.text:
             yield StreamEvent("text", text=said.text)
         yield StreamEvent("done", response=ChatResponse(said.text, "", calls, said.usage,
-                                                        "tool_calls" if calls else "stop"))
+                                                        "tool_calls" if calls else "stop", unread=said.unread))
 
     def close(self) -> None:
         pass

@@ -3,7 +3,8 @@
 A turn is one user message followed by the agent working until it is idle (a response with no tool
 calls); a step is one LLM response plus the tools it called. The question is sent once. With
 force-budget off the run stops after turn 1 (first_turn_done); on, it sends "Continue." until the
-budget is spent (budget_spent). After each turn, when ANSWER.md does not exist, the final
+budget is spent (budget_spent); either becomes no_answer when the run ends without an answer
+(agent/answered.py). After each turn, when ANSWER.md does not exist, the final
 non-thinking text is written to it (the backstop). Compaction, the per-turn timeout, the step limit
 and the run's ceiling keep a run within its window and finite. Nothing else decides what the model
 sees, unless an assist is on (agent/assists/, HARNESS_ASSISTS); each firing is an `assist` event.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from searchbox.agent.answered import settled_stop
 from searchbox.agent.assists import Assists
 from searchbox.agent.assists.base import RunView
 from searchbox.agent.backstop import backstop_answer
@@ -100,7 +102,7 @@ class AgentLoop:
             if not unrecorded_turn:  # the last turn finished idle: resuming means the next turn
                 self._send_continue_if_budget_left()
         try:
-            reason = self._turns(unrecorded_turn)
+            reason = settled_stop(self._turns(unrecorded_turn), self.folder, question, self.session.messages, self.bus)
         except _RunOver as over:
             reason = over.reason
             if over.detail:
@@ -232,10 +234,11 @@ class AgentLoop:
         llm_ms = (time.monotonic() - started) * 1000
         usage = response.usage.as_dict()
         self.session.append(response.as_message(), usage=usage, reasoning=response.reasoning or None,
-                            timings=response.timings or None)
+                            timings=response.timings or None, unread=response.unread or None)
         self.bus.emit(StepEnd(usage=usage, llm_ms=round(llm_ms, 1), timings=response.timings,
                               tool_calls=[c.name for c in response.tool_calls], text=response.text,
-                              finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"]))
+                              finish_reason=response.finish_reason, context_tokens=usage["input"] + usage["output"],
+                              unread=response.unread))
         return response
 
     def _stream(self, tool_choice: ToolChoice) -> ChatResponse:

@@ -72,7 +72,7 @@ class ResponseBuilder:
         finish = self.finish_reason
         if calls and finish in (None, "stop"):
             finish = "tool_calls"
-        return ChatResponse(parsed.text, reasoning, calls, usage, finish, timings)
+        return ChatResponse(parsed.text, reasoning, calls, usage, finish, timings, "" if calls else parsed.unread)
 
     def _add_tool_delta(self, part: dict[str, Any], position: int) -> None:
         index = part.get("index", position)

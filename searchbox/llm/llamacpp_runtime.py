@@ -189,12 +189,14 @@ class LlamaCppModel(ChatModel):
             if not json_mode:
                 yield from builder.finish(usage, timings)
                 return
-            text, calls = json_actions.parse_action(choice["message"].get("content") or "")
+            content = choice["message"].get("content") or ""
+            text, calls = json_actions.parse_action(content)
             if text:
                 yield StreamEvent("text", text)
             yield from (StreamEvent("tool_call", tool_call=call) for call in calls)
             finish = "tool_calls" if calls else choice.get("finish_reason")
-            yield StreamEvent("done", response=ChatResponse(text, "", calls, usage, finish, timings))
+            unread = content if content.strip() and not (text or calls) else ""
+            yield StreamEvent("done", response=ChatResponse(text, "", calls, usage, finish, timings, unread))
 
     def close(self) -> None:
         with self._lock:

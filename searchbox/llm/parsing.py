@@ -59,6 +59,9 @@ class ParsedText:
     text: str
     reasoning: str
     tool_calls: list[ToolCall]
+    # The output outside reasoning when the parser read neither answer text nor a call in it (echoed template
+    # markup, stray tags): kept as the model wrote it, so that a reply read as empty still shows what it was.
+    unread: str = ""
 
 
 def parse_assistant_text(
@@ -66,9 +69,10 @@ def parse_assistant_text(
     mode: ToolCallParsing = "strict",
 ) -> ParsedText:
     """Split a whole assistant message into answer text, reasoning and tool calls."""
-    reasoning, answer = split_reasoning(text, starts_in_reasoning=starts_in_reasoning)
-    calls, answer = parse_tool_calls(answer, tools, mode)
-    return ParsedText(answer.strip(), reasoning, calls)
+    reasoning, written = split_reasoning(text, starts_in_reasoning=starts_in_reasoning)
+    calls, answer = parse_tool_calls(written, tools, mode)
+    unread = written if written.strip() and not (answer.strip() or calls) else ""
+    return ParsedText(answer.strip(), reasoning, calls, unread)
 
 
 def split_reasoning(text: str, *, starts_in_reasoning: bool = False) -> tuple[str, str]:

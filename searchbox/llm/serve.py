@@ -22,11 +22,15 @@ from searchbox.llm.types import ChatModel, ChatResponse, Message
 
 class ModelServer:
     def __init__(self, model: ChatModel, *, max_tokens: int, seed: int | None = None,
-                 on_notice: Callable[[str], None] | None = None) -> None:
+                 on_notice: Callable[[str], None] | None = None,
+                 on_unread: Callable[[str], None] | None = None) -> None:
         self.model = model
         self.on_notice = on_notice
         self.max_tokens = max_tokens  # the run's MAX_OUTPUT_TOKENS: the most any request may ask for
         self.seed = seed
+        # Told each reply's output that was read as neither text nor a call: the harness is sent none of it
+        # (an OpenAI reply has no place for it), so its owner keeps it beside the harness's own message.
+        self.on_unread = on_unread
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -68,6 +72,7 @@ class ModelServer:
                     self._notice(event.text)
                 elif event.kind == "done" and event.response is not None:
                     response = event.response
+                    self._tell_unread(response)
                     if rest := text.rest(response.text):
                         yield chunk({"content": rest})
                     if response.tool_calls:
@@ -86,6 +91,7 @@ class ModelServer:
                     break
             if response is None:
                 raise RuntimeError("the model's stream ended without a response")
+        self._tell_unread(response)
         message: dict[str, Any] = {"role": "assistant", "content": response.text}
         if response.reasoning:
             message["reasoning_content"] = response.reasoning
@@ -98,6 +104,10 @@ class ModelServer:
     def _notice(self, text: str) -> None:
         if self.on_notice is not None:
             self.on_notice(text)
+
+    def _tell_unread(self, response: ChatResponse) -> None:
+        if response.unread and self.on_unread is not None:
+            self.on_unread(response.unread)
 
     def _stream(self, body: dict[str, Any]) -> Iterator[Any]:
         asked = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens

@@ -69,6 +69,9 @@ class ChatResponse:
     finish_reason: str | None
     # prefill_ms, decode_ms, prefill_tokens_per_s, decode_tokens_per_s when known; backends may add more.
     timings: dict[str, float] = field(default_factory=dict)
+    # What the model wrote that was read as neither text nor a call (parsing.ParsedText.unread): the session
+    # keeps it beside the message, never in it, so that it is shown but never becomes the answer.
+    unread: str = ""
 
     def as_message(self) -> Message:
         """The assistant message to append to the history."""

@@ -27,6 +27,8 @@ SCHEMA_VERSION = 2
 
 # The stop reasons of a run that did what it was asked; any other stop is a pause, a cancel or a failure.
 DONE_REASONS = frozenset({"first_turn_done", "budget_spent"})
+# The stop of a run whose turns ended where a done one would, but without an answer (agent/answered.py): not done.
+NO_ANSWER = "no_answer"
 
 # A row's own keys; the payload sits beside them in the row, so no event type may use them as fields.
 ENVELOPE_KEYS = frozenset({"schema_version", "seq", "type", "turn", "step", "elapsed", "ts"})
@@ -109,6 +111,7 @@ class StepEnd(Event):
     text: str = ""
     finish_reason: str | None = None
     context_tokens: int = 0
+    unread: str = ""  # what the model wrote that the parser read as neither text nor a call (llm.types.ChatResponse)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from searchbox.agent.answered import settled_stop
 from searchbox.agent.control import RunControl
 from searchbox.llm.disclosure import hidden, operator_details
 from searchbox.agent.pi.config import (PiPaths, base_url, llm_problem, pi_argv, pi_env, relayed, url_problem,
@@ -91,6 +92,9 @@ class PiLoop:
         self._waiting: dict[str, tuple[Request, Reply, float]] = {}
         self._step_started = time.monotonic()
         self._last_assistant: dict[str, Any] = {}
+        # What the served model wrote that its parser read as nothing, from the server's thread: it belongs to
+        # the next assistant message Pi ends (one request at a time). An endpoint Pi talks to directly tells none.
+        self._unread: queue.Queue[str] = queue.Queue()
         self._turn_deadline = float("inf")
         self._steps_in_turn = 0
 
@@ -103,7 +107,7 @@ class PiLoop:
         try:
             with contextlib.ExitStack() as stack:
                 self._start(stack)
-                reason = self._turns(question, resumed)
+                reason = settled_stop(self._turns(question, resumed), self.folder, question, self.session.messages, self.bus)
         except _RunOver as over:
             reason = over.reason
             if over.detail:  # Pi's errors and stderr may name the endpoint it talks to
@@ -152,7 +156,7 @@ class PiLoop:
             return base_url(self.settings.llama_url), self.settings.model_id or self.model.model_id
         started = time.monotonic()
         server = ModelServer(self.model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed,
-                             on_notice=lambda text: self.inbox.put(("notice", text)))
+                             on_notice=lambda text: self.inbox.put(("notice", text)), on_unread=self._unread.put)
         server.__enter__()
         plain = " in plain (unstreamed) requests to the endpoint" if self.settings.llama_url else ""
         self.bus.emit(Notice(level="info", message=f"the model is served to Pi at {server.base_url}{plain}: "
@@ -311,10 +315,12 @@ class PiLoop:
         if calls:
             entry["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
                 "name": c.get("name"), "arguments": json.dumps(c.get("arguments") or {}, ensure_ascii=False)}} for c in calls]
-        self.session.append(entry, usage=usage, reasoning=reasoning or None)
+        unread = "\n".join(_drained(self._unread))
+        self.session.append(entry, usage=usage, reasoning=reasoning or None, unread=unread or None)
         self.bus.emit(StepEnd(usage=usage, llm_ms=round((time.monotonic() - self._step_started) * 1000, 1),
                               tool_calls=[str(c.get("name")) for c in calls], text=text,
-                              finish_reason=message.get("stopReason"), context_tokens=usage["input"] + usage["output"]))
+                              finish_reason=message.get("stopReason"), context_tokens=usage["input"] + usage["output"],
+                              unread=unread))
 
     def _tool_pi_answered(self, event: Line) -> None:
         """A call Pi answered itself (arguments its schema refused, a tool not on offer): counted and
@@ -405,6 +411,15 @@ def _usage(usage: dict[str, Any]) -> dict[str, int]:
     """Pi's usage in searchbox's keys; total is input + output, as the native loop counts it."""
     counts = {key: int(usage.get(key) or 0) for key in ("input", "output", "cacheRead", "cacheWrite")}
     return {**counts, "total": counts["input"] + counts["output"]}
+
+
+def _drained(items: queue.Queue[str]) -> list[str]:
+    out = []
+    while True:
+        try:
+            out.append(items.get_nowait())
+        except queue.Empty:
+            return out
 
 
 def _text_of(content: Any) -> str:
