@@ -23,10 +23,11 @@ from searchbox.evaluation import report_charts as charts
 from searchbox.evaluation.files import RESULTS, RETRIEVAL, SWEEP, VERDICT_POINTS
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
 from searchbox.evaluation.report_graders import graders_html, keep_graders_apart
+from searchbox.records.events import NO_ANSWER
 from searchbox.records.files import read_json, read_jsonl
 
 SUMMARY_COLUMNS = ["entry", "runs", "questions", "accuracy", "95% interval", "fact recall", "citation validity",
-                   "citation precision", "supported citations", "assist firings", "turns", "tokens", "wall s"]
+                   "citation precision", "supported citations", "assist firings", "turns", "tokens", "wall s", "no answer"]
 # Scores against a gold answer: a sweep of ad-hoc questions (ablate --query) has none of them.
 _GOLD_COLUMNS = ["accuracy", "95% interval", "fact recall", "citation precision"]
 PAIRED_COLUMNS = ["A", "B", "questions", "A wins", "A loses", "ties", "mean difference", "p (sign test)"]
@@ -39,7 +40,7 @@ _NUMERIC = ["budget", "turns", "tool_calls", "wall_s", "accuracy", "score.fact_r
             "score.citation_precision", "score.citation_recall", "score.citation_supported", "tokens.input", "tokens.output",
             "tokens.cacheRead", "tokens.cacheWrite", "tokens.total"]
 _BASE = {"entry": "", "question_id": "", "type": None, "repeat": 1, "seed": None, "overrides": None, "budget": None,
-         "force_budget": False,
+         "force_budget": False, "stop_reason": None,
          "turns": None, "tool_calls": None, "tool_counts": None, "bash_programs": None, "wall_s": None, "harness": None}
 _FIRINGS = "assist_firings."  # the columns of firings per assist, one per assist that was on
 # The budget knobs: entries that differ only in these are one configuration, a line on the budget curve.
@@ -116,7 +117,8 @@ def strip_budget(entry: str, budget: int | None) -> str:
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per entry, in sweep order: runs, questions, the mean accuracy over questions with its 95% interval
     (see intervals.py), and the mean fact recall, citation validity and precision, supported citations
-    (the share the checker found their sources support), turns, tokens and wall seconds of a run.
+    (the share the checker found their sources support), turns, tokens and wall seconds of a run, and the
+    runs that ended without an answer.
     Without a gold answer in the whole sweep the accuracy columns are left out."""
     if df.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
@@ -133,6 +135,8 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         "assist firings": pd.Series({entry: assist_firings(runs) for entry, runs in groups}, dtype=object),
         "turns": groups["turns"].mean(),
         "tokens": groups["tokens.total"].mean(), "wall s": groups["wall_s"].mean(),
+        # Runs that ended without an answer (stop reason no_answer): not done, whatever they scored.
+        "no answer": groups["stop_reason"].agg(lambda reasons: int((reasons == NO_ANSWER).sum())),
     }).rename_axis("entry").reset_index()
     table = table.round({"accuracy": 3, "fact recall": 3, "citation validity": 3, "citation precision": 3,
                          "supported citations": 3, "turns": 1, "tokens": 0, "wall s": 1})

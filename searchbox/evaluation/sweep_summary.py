@@ -10,10 +10,11 @@ from typing import Any
 from searchbox.evaluation.files import VERDICT_POINTS
 from searchbox.evaluation.grader import grader_label, judge_agreement, row_grader
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
+from searchbox.records.events import NO_ANSWER
 
 
 def summarize(rows: list[dict[str, Any]], entry_names: list[str]) -> dict[str, Any]:
-    """Per entry: verdict counts, accuracy (correct 1, partial 0.5) with its 95% interval over questions,
+    """Per entry: runs that ended without an answer, verdict counts, accuracy (correct 1, partial 0.5) with its 95% interval over questions,
     means, the most used tools; then every pair of entries compared question by question."""
     entries = []
     for name in entry_names:
@@ -28,6 +29,7 @@ def summarize(rows: list[dict[str, Any]], entry_names: list[str]) -> dict[str, A
         entries.append({
             "entry": name,
             "runs": len(mine),
+            "no_answer": sum(r.get("stop_reason") == NO_ANSWER for r in mine),  # runs that ended without an answer
             "repeats": max(Counter(r["question_id"] for r in mine).values(), default=0),
             **{verdict: verdicts[verdict] for verdict in VERDICT_POINTS},
             "accuracy": _accuracy(mine),
@@ -64,13 +66,13 @@ def compare_entries(rows: list[dict[str, Any]], entry_names: list[str]) -> list[
 
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as a terminal table, then the pairwise comparisons."""
-    head = (f"{'entry':<16} {'runs':>4} {'ok/part/wrong':>13} {'acc [95% CI]':>18} {'facts':>5} {'citeV':>5} "
+    head = (f"{'entry':<16} {'runs':>4} {'no ans':>6} {'ok/part/wrong':>13} {'acc [95% CI]':>18} {'facts':>5} {'citeV':>5} "
             f"{'citeP':>5} {'turns':>5} {'tokens':>9} {'wall_s':>7}  top tools")
     lines = [head, "-" * len(head)]
     for e in summary["entries"]:
         verdicts = f"{e['correct']}/{e['partial']}/{e['wrong']}"
         tools = ", ".join(f"{name} {n}" for name, n in e["top_tools"].items()) or "-"
-        lines.append(f"{e['entry']:<16} {e['runs']:>4} {verdicts:>13} {_fmt_ci(e.get('accuracy_ci')):>18} "
+        lines.append(f"{e['entry']:<16} {e['runs']:>4} {e.get('no_answer', 0):>6} {verdicts:>13} {_fmt_ci(e.get('accuracy_ci')):>18} "
                      f"{_fmt(e['fact_recall'], 2):>5} {_fmt(e.get('citation_validity'), 2):>5} "
                      f"{_fmt(e['citation_precision'], 2):>5} "
                      f"{_fmt(e['turns'], 1):>5} {_fmt(e['tokens'], 0):>9} {_fmt(e['wall_s'], 1):>7}  {tools}")

@@ -391,7 +391,9 @@ class Scheduler:
                 record.state = "paused"
                 if active.intent == "preempt" or lost:  # a lost server's run goes first to the next free slot
                     record.preempted_at = record.last_active_at
-        else:  # error_llm, error_dataroom, ceiling_seconds, ...
+        else:  # error_llm, error_dataroom, ceiling_seconds, no_answer, ...
+            # no_answer too: a run that gave no answer did not do what it was asked, and a list or a client that
+            # reads only the state must never count it finished ("done" with a badge would be read as done).
             record.state = "failed"
         problem = self._save(record)
         if problem is not None:

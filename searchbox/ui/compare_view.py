@@ -209,7 +209,7 @@ class CompareView:
         heading = gr.Markdown()
         with gr.Column(visible=False, elem_id="compare-charts") as results:
             table = gr.Dataframe(headers=SUMMARY_COLUMNS, interactive=False,
-                                 label="Per entry: accuracy over questions with its 95% interval; the rest means per run")
+                                 label="Per entry: accuracy over questions with its 95% interval; the rest means per run, and the runs with no answer")
             gr.Markdown(INTERVAL_NOTE)
             with gr.Accordion("Paired comparison", open=True):
                 with gr.Row():

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from searchbox import inert
-from searchbox.records.events import (PREVIEW_CHARS, AssistFired, Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart,
+from searchbox.records.events import (NO_ANSWER, PREVIEW_CHARS, AssistFired, Compaction, Delta, Event, Notice, RunStart, StepEnd, StepStart,
                                       Stop, ToolEnd, ToolStart, TurnEnd, TurnStart)
 from searchbox.agent.prompts import CONTINUE
 
@@ -88,8 +88,9 @@ class Feed:
                 for message in list(self._pending.values()):  # a stop can cut a step or a turn short
                     self._done(message, None)
                 self._close_streams()
-                icon = "✅" if done else "⏹️"
-                self._append(f"{icon} Stopped: {reason} after {_plural(turns, 'turn')}")
+                icon = "✅" if done else "⚠️" if reason == NO_ANSWER else "⏹️"
+                note = ": the run ended without an answer, it is not done" if reason == NO_ANSWER else ""
+                self._append(f"{icon} Stopped: {reason} after {_plural(turns, 'turn')}{note}")
 
     # -- the longer cases --------------------------------------------------------------------------
 
@@ -115,6 +116,9 @@ class Feed:
             self._remove(streamed[0])
         elif text:  # a replay from events.jsonl has no deltas
             self._append(inert.markdown(text))
+        if event.unread:  # the parser read it as nothing: shown as written, never as the model's answer
+            self._append(_fenced(event.unread), title="🧾 Unread model output", status="done",
+                         log="read as neither answer text nor a tool call")
         self._close_streams()
 
     def _tool_message(self, name: str, arguments: dict[str, Any], raw: str | None) -> Message:

@@ -23,6 +23,7 @@ from searchbox.ui.visitors import client_address
 COLUMNS = ["job", "state", "question", "turns", "tokens", "stop reason", "server", "created"]
 _GOING = ("queued", "running")
 _REDRAW_EVERY_S = 3.0
+STATE_ICONS = {"queued": "⏳", "running": "🔎", "paused": "⏸️", "held": "✋", "done": "✅", "failed": "⚠️", "cancelled": "⏹️"}
 
 
 def job_row(record: JobRecord, meta: dict[str, Any], operator: bool) -> list[Any]:
@@ -32,9 +33,16 @@ def job_row(record: JobRecord, meta: dict[str, Any], operator: bool) -> list[Any
             record.stop_reason or "", server_name(record, operator), created]
 
 
+def state_line(record: JobRecord) -> str:
+    """A job's state as the pages say it: icon, state and its run's stop reason. A run that gave no answer
+    is `failed (no_answer)`: the scheduler counts only a run with an answer done (jobs/scheduler.py)."""
+    reason = f" ({record.stop_reason})" if record.stop_reason else ""
+    return f"{STATE_ICONS.get(record.state, '')} **{record.state}**{reason}".lstrip()
+
+
 def job_heading(record: JobRecord) -> str:
     """A visitor's question is Markdown an operator may open: rendered inert, like answers."""
-    return f"**{record.state}** · {inert.markdown(record.question)}"
+    return f"{state_line(record)} · {inert.markdown(record.question)}"
 
 
 class JobsView:

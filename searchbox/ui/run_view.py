@@ -33,6 +33,7 @@ from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.handoff import Viewer
+from searchbox.ui.jobs_view import state_line
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.slots import lost_server, standing_text
@@ -276,9 +277,7 @@ class RunView:
         record = self.services.store.get(job_id)
         if record is None:
             return ""
-        icons = {"queued": "⏳", "running": "🔎", "paused": "⏸️", "held": "✋", "done": "✅", "failed": "⚠️", "cancelled": "⏹️"}
-        reason = f" ({record.stop_reason})" if record.stop_reason else ""
-        status = f"{icons.get(record.state, '')} **{record.state}**{reason} · job `{job_id[:8]}`"
+        status = f"{state_line(record)} · job `{job_id[:8]}`"
         if record.state not in _STILL_GOING:
             return status
         standing = standing_text(self.services.scheduler.standing(job_id), record, self.services.settings.searchbox_operator)
