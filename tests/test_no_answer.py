@@ -35,6 +35,7 @@ from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.ui.feed import Feed
 from searchbox.ui.jobs_view import COLUMNS, job_heading, job_row
+from searchbox.ui.panels import read_answer
 
 QUESTION = "Who audited the FY2025 financial statements?"
 READ = Said(calls=[("read", {"path": "dataroom/legal/lease.txt"})])
@@ -86,7 +87,7 @@ def test_an_empty_final_reply_stops_with_no_answer_not_done_and_a_short_answer_i
     reason, folder = run(tmp_path, source, FakeChatModel([READ, Said("")]), harness_assists="")
     assert reason == "no_answer"
     assert stopped(folder) == ("no_answer", False, True)
-    assert not folder.has_answer()
+    assert not folder.has_answer() and read_answer(folder.root)[0] == "⚠️ *No answer: the run ended without one.*"
     reason, folder = run(tmp_path, source, FakeChatModel([READ, Said("Pellworth & Strand LLP [s1].")]), name="answered",
                          harness_assists="")
     assert reason == "first_turn_done" and stopped(folder) == ("first_turn_done", True, False)

@@ -228,7 +228,8 @@ def test_a_pi_turn_that_never_goes_idle_is_ended_at_max_steps_and_the_budget_goe
         settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
                              max_steps_per_turn=2, turn_budget=2, force_budget=True)
         job = _job(tmp_path, "runaway", settings)
-        assert run_job(job, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=1)) == "budget_spent"
+        # Both turns went on to their step limit and wrote nothing: the budget is spent, with no answer.
+        assert run_job(job, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=1)) == "no_answer"
     events = read_events(job / "events.jsonl")
     ended = [e.message for e in events if isinstance(e, Notice) and "MAX_STEPS_PER_TURN" in e.message]
     assert ended == ["turn 1 reached MAX_STEPS_PER_TURN and was ended", "turn 2 reached MAX_STEPS_PER_TURN and was ended"]

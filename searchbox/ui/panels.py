@@ -20,6 +20,7 @@ from searchbox import inert
 from searchbox.jobs.bundle import downloads
 from searchbox.citations.check import answer_digest
 from searchbox.citations.markers import cited_ids
+from searchbox.records.events import NO_ANSWER
 from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.ui.answer import render_answer, render_sources
@@ -63,8 +64,9 @@ def read_answer(job_dir: Path) -> tuple[str, str]:
     markdown = read.text
     if read.problem:  # the problem names only what stands there, never a link's target
         return f"⚠️ No answer: work/{inert.markdown(read.problem)}", render_sources(sources, [])
-    if not markdown:
-        return "*No answer yet.*", render_sources(sources, [])
+    if not markdown:  # a run that ended without one says so, rather than "yet"
+        ended = folder.read_meta().get("stop_reason") == NO_ANSWER
+        return "⚠️ *No answer: the run ended without one.*" if ended else "*No answer yet.*", render_sources(sources, [])
     # What the model only repeated from the harness is shown as the harness's, never as the model's answer.
     echoes = job_echoes(markdown, job_dir)
     checks = recorded_checks(job_dir, markdown)
