@@ -121,9 +121,9 @@ def test_output_the_parser_read_as_nothing_is_kept_in_the_session_and_shown_in_t
         client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
         reason, folder = run(tmp_path, source, client, harness_assists="", llama_url=endpoint.url, model_id="scripted")
         client.close()
-    assert reason == "no_answer"
     rows = [row for row in read_jsonl(folder.session) if row.get("message", {}).get("role") == "assistant"]
     assert [(row["message"]["content"], row.get("unread")) for row in rows] == [("", UNREAD)]
+    assert reason == "no_answer"
     feed = Feed(QUESTION)
     for event in load_events(folder.root):
         feed.add(event)
