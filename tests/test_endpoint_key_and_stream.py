@@ -7,10 +7,8 @@ a streamed request, as hosted providers do; no small local server does either on
 
 from __future__ import annotations
 
-import json
 import threading
 from importlib import import_module
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +18,16 @@ from conftest import SMALL_DATAROOM, write_tree
 from searchbox.agent.pi.config import KEY_VARIABLE
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.run import run_job
-from searchbox.jobs.bundle import downloads
 from searchbox.jobs.job import create_job
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm import LLMError, connect
 from searchbox.llm.connect import connect_for_run
-from searchbox.llm.disclosure import operator_details
 from searchbox.llm.openai_client import OpenAIClient, refused_streams
-from searchbox.records.events import Notice, load_events, read_events
+from searchbox.records.events import Notice, read_events
 from searchbox.records.files import read_json
 from searchbox.settings import Settings
-from searchbox.ui.feed import Feed
-from searchbox.ui.services import Services
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.visitor_run import visitor_run
 
 KEY = "sk-hosted-5e4d3c2b1a09f8e7"
 MESSAGES = [{"role": "user", "content": "When does the lease end?"}]
@@ -227,29 +222,12 @@ def _job(tmp_path: Path, settings: Settings, name: str = "job") -> Path:
 def _app_run(tmp_path: Path, env: dict[str, str]) -> tuple[str, dict[str, str]]:
     """One visitor's run through the app's scheduler; its state and every text a visitor or the job folder
     holds: the feed, each file of the job folder, each member of the bundle (and "job": the folder)."""
-    settings = Settings.resolve(env={"MODEL_ID": "m", "SEARCHBOX_TOOLS": "", "RETRIEVAL_PRESET": "packaged",
-                                     "LLM_ATTEMPTS": "1", **env},
-                                searchbox_jobs_dir=str(tmp_path / "jobs"), searchbox_cache_dir=str(tmp_path / "cache"))
-    services = Services.start(settings)
-    try:
-        record = services.store.create("When does the lease end?", write_tree(tmp_path / "room", SMALL_DATAROOM), {},
-                                       "visitor", settings)
-        services.scheduler.submit(record.id)
-        assert services.scheduler.wait_idle(120)
-        record = services.store.get(record.id)
-        assert record is not None
-        job = services.store.job_dir(record.id)
-        feed = Feed(record.question)
-        for event in load_events(job):
-            feed.add(event)
-        found = {"job": str(job), "feed": json.dumps(feed.messages), "record": str(record.error)}
-        found.update({f"job:{p.relative_to(job)}": p.read_text(errors="replace") for p in job.rglob("*") if p.is_file()})
-        _, bundle = downloads(job, operator_details(settings))
-        with zipfile.ZipFile(bundle) as archive:
-            found.update({f"bundle:{n}": archive.read(n).decode("utf-8", "replace") for n in archive.namelist()})
-        return record.state, found
-    finally:
-        services.scheduler.stop(30)
+    with visitor_run(tmp_path, env) as run:
+        found = {"job": str(run.job), "feed": run.feed(), "record": str(run.record.error)}
+        found.update({f"job:{p.relative_to(run.job)}": p.read_text(errors="replace")
+                      for p in run.job.rglob("*") if p.is_file()})
+        found.update(run.downloads())
+        return run.record.state, found
 
 
 def _authorization(headers: dict[str, str]) -> str:

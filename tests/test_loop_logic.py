@@ -13,14 +13,12 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
+from testkit.scripted_run import scripted_run
 from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.assists.empty_reply import EMPTY_REPLY
 from searchbox.agent.assists.wrap_up import WRAP_UP
 from searchbox.agent.prompts import CONTINUE
-from searchbox.agent.run import run_job
-from searchbox.jobs.job import create_job
 from searchbox.records.job_folder import JobFolder
-from searchbox.settings import Settings
 
 QUESTION = "When does the office lease end?"
 SEARCH = {"type": "function", "function": {"name": "keyword_search"}}
@@ -32,11 +30,7 @@ def source(tmp_path: Path) -> Path:
 
 
 def run(tmp_path: Path, source: Path, model: FakeChatModel, name: str = "job", **knobs: Any) -> tuple[str, JobFolder]:
-    settings = Settings.resolve(env={}, **{"searchbox_tools": "keyword_search", "retrieval_preset": "packaged",
-                                           "searchbox_cache_dir": str(tmp_path / "cache"), **knobs})
-    job_dir = tmp_path / name
-    create_job(job_dir, QUESTION, source, settings)
-    return run_job(job_dir, settings, model), JobFolder(job_dir)
+    return scripted_run(tmp_path, QUESTION, source, model, name, **knobs)
 
 
 def test_turn_1_s_forced_step_names_the_forced_tool_and_later_turns_let_the_model_choose(tmp_path, source) -> None:

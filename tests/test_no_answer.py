@@ -13,6 +13,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
+from testkit.scripted_run import scripted_run
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.answered import missing_answer
 from searchbox.agent.assists.empty_reply import EMPTY_REPLY
@@ -23,7 +24,6 @@ from searchbox.evaluation.matrix import MatrixEntry
 from searchbox.evaluation.report import results_frame, summary_table
 from searchbox.evaluation.sweep_rows import build_row
 from searchbox.evaluation.sweep_summary import format_summary, summarize
-from searchbox.jobs.job import create_job
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
 from searchbox.llm.openai_client import OpenAIClient
@@ -49,11 +49,7 @@ def source(tmp_path: Path) -> Path:
 
 
 def run(tmp_path: Path, source: Path, model: Any, name: str = "job", **knobs: Any) -> tuple[str, JobFolder]:
-    settings = Settings.resolve(env={}, **{"searchbox_tools": "keyword_search", "retrieval_preset": "packaged",
-                                           "searchbox_cache_dir": str(tmp_path / "cache"), **knobs})
-    job_dir = tmp_path / name
-    create_job(job_dir, QUESTION, source, settings)
-    return run_job(job_dir, settings, model), JobFolder(job_dir)
+    return scripted_run(tmp_path, QUESTION, source, model, name, **knobs)
 
 
 def stopped(folder: JobFolder) -> tuple[str, bool, bool]:

@@ -16,18 +16,16 @@ from conftest import SMALL_DATAROOM, write_tree
 from searchbox.agent.pi.config import PiPaths, base_url, write_agent_dir
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.run import _loading_message, run_job
-from searchbox.jobs.bundle import downloads, make_bundle
+from searchbox.jobs.bundle import make_bundle
 from searchbox.jobs.job import create_job
 from searchbox.llm.errors import LLMUnavailable
 from searchbox.llm.openai_client import OpenAIClient
-from searchbox.records.events import load_events
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
-from searchbox.ui.feed import Feed
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.run_view import RunView
-from searchbox.ui.services import Services
 from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
+from testkit.visitor_run import visitor_run
 from searchbox.llm.disclosure import endpoint_name, hidden, operator_details
 
 LLAMA_URL = "http://10.11.12.13:8081/v1/chat/completions/"
@@ -125,33 +123,14 @@ def _one_failed_run(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
     """One visitor's run through the app's services (the scheduler, the real run function), then what the
     visitor gets of it, by surface: the feed as the page draws it, the run's status line and jobs row, the
     job record, events.jsonl, the downloads the page offers (the bundle member by member)."""
-    settings = Settings.resolve(env={"MODEL_ID": "m", "SEARCHBOX_TOOLS": "", "RETRIEVAL_PRESET": "packaged",
-                                     "LLM_ATTEMPTS": "2", **env},
-                                searchbox_jobs_dir=str(tmp_path / "jobs"), searchbox_cache_dir=str(tmp_path / "cache"))
-    services = Services.start(settings)
-    try:
-        record = services.store.create("When does the lease end?", write_tree(tmp_path / "room", SMALL_DATAROOM), {},
-                                       "visitor", settings)
-        services.scheduler.submit(record.id)
-        assert services.scheduler.wait_idle(120)
-        record = services.store.get(record.id)
-        assert record is not None and record.state == "failed", record
-        job = services.store.job_dir(record.id)
-        feed = Feed(record.question)
-        for event in load_events(job):
-            feed.add(event)
-        rows, _, _ = JobsView(services).table("visitor")
-        found = {"feed": json.dumps(feed.messages), "status": RunView(services)._status(record.id),
-                 "jobs table": json.dumps(rows, default=str), "job record error": str(record.error),
-                 "events.jsonl": (job / "events.jsonl").read_text()}
-        answer, bundle = downloads(job, operator_details(settings))
-        if answer:
-            found["ANSWER.md download"] = Path(answer).read_text()
-        with zipfile.ZipFile(bundle) as archive:
-            found.update({f"bundle:{name}": archive.read(name).decode("utf-8", "replace") for name in archive.namelist()})
+    with visitor_run(tmp_path, {"LLM_ATTEMPTS": "2", **env}) as run:
+        assert run.record.state == "failed", run.record
+        rows, _, _ = JobsView(run.services).table("visitor")
+        found = {"feed": run.feed(), "status": RunView(run.services)._status(run.record.id),
+                 "jobs table": json.dumps(rows, default=str), "job record error": str(run.record.error),
+                 "events.jsonl": (run.job / "events.jsonl").read_text()}
+        found.update(run.downloads())
         return found
-    finally:
-        services.scheduler.stop(30)
 
 
 def _port(url: str) -> int:
