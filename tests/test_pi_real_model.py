@@ -64,7 +64,10 @@ def test_pi_answers_from_the_built_in_dataroom_with_the_packaged_model(tmp_path:
               f"sources {len(read_json(job / 'sources.json', {}).get('sources', []))}; "
               f"citations {meta.get('citations', {}).get('cited')}; tokens {meta.get('tokens')}; "
               f"answer {(job / 'work' / 'ANSWER.md').is_file()}; {meta.get('elapsed_seconds')} s")
-        assert reason == meta["stop_reason"] and reason in ("first_turn_done", "budget_spent"), meta
+        # One step, its turn cut after it: a step that called a tool leaves no answer, which is no_answer (issue 45).
+        assert reason == meta["stop_reason"] and reason in ("first_turn_done", "budget_spent", "no_answer"), meta
+        assert meta["done"] == (reason != "no_answer")
+        assert (job / "work" / "ANSWER.md").is_file() or reason == "no_answer", meta
         assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == pinned_version()
         assert all((job / name).is_file() for name in RECORDS)
         assert meta["tool_calls"] == len(ends)
