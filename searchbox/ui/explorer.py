@@ -64,7 +64,7 @@ def discard(workspace: Workspace | None, drop: Callable[[Path], None] = remove_j
 
 def explorer_budget(settings: Settings) -> Settings:
     """The explorer's tools get SEARCHBOX_EXPLORE_DISK_MB, not a run's JOB_DISK_MB: a visitor calls write
-    directly, with no model between (60 MB in 2.6 s), and each address holds two such folders."""
+    directly, as fast as it can call, with no model between, and each address holds two such folders."""
     return settings.with_overrides(job_disk_mb=min(settings.job_disk_mb, settings.searchbox_explore_disk_mb))
 
 
