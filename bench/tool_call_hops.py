@@ -37,7 +37,7 @@ from searchbox.agent.control import RunControl  # noqa: E402
 from searchbox.agent.run import run_job  # noqa: E402
 from searchbox.jobs.scheduler import Scheduler  # noqa: E402
 from searchbox.jobs.store import JobStore  # noqa: E402
-from searchbox.llm.openai_client import OpenAIClient  # noqa: E402
+from searchbox.llm.clients.openai_client import OpenAIClient  # noqa: E402
 from searchbox.records.events import load_events  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.ui.dashboard import Dashboard  # noqa: E402

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchbox.agent.prompts import HARNESS, system_prompt  # noqa: E402
-from searchbox.llm.assemble import ResponseBuilder  # noqa: E402
+from searchbox.llm.clients.assemble import ResponseBuilder  # noqa: E402
 from searchbox.llm.call_parsing import with_call_parsing  # noqa: E402
 from searchbox.llm.llamacpp_runtime import load_llamacpp  # noqa: E402
 from searchbox.llm.parsing import PARSING_MODES  # noqa: E402

@@ -23,7 +23,7 @@ from searchbox.agent.assists.wrap_up import WRAP_UP
 from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings

@@ -13,7 +13,7 @@ from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.call_parsing import LenientCalls, with_call_parsing
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings

@@ -15,7 +15,7 @@ from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.report import results_frame, summary_table
 from searchbox.evaluation.scoring import format_score, score_run
 from searchbox.jobs.job import create_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.citations.check import CHECKER_VERSION, SUPPORT_SCORE, answer_digest, Fact, fact_in, quote_in, sentence_facts
 from searchbox.citations.markers import cited_ids, citing_sentences
 from searchbox.records.files import read_json

@@ -19,7 +19,7 @@ from searchbox.agent.prompts import HARNESS
 from searchbox.cli import main
 from searchbox.evaluation.conformance import ModelReport, check_models, run_probes
 from searchbox.evaluation.probes import Situation, build_situations, load_probes
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.settings import Settings
 
 AUDITOR = "The FY2025 auditor is Pellworth & Strand LLP [s1]."

@@ -22,7 +22,7 @@ from searchbox.jobs.job import create_job
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm import LLMError, connect
 from searchbox.llm.connect import connect_for_run
-from searchbox.llm.openai_client import OpenAIClient, refused_streams
+from searchbox.llm.clients.openai_client import OpenAIClient, refused_streams
 from searchbox.records.events import Notice, read_events
 from searchbox.records.files import read_json
 from searchbox.settings import Settings

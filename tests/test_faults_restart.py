@@ -234,7 +234,7 @@ def test_a_turn_killed_before_its_turn_end_is_ended_on_resume_not_redone(tmp_pat
     from conftest import SMALL_DATAROOM, write_tree
     from searchbox.agent.run import run_job
     from searchbox.jobs.job import create_job
-    from searchbox.llm.openai_client import OpenAIClient
+    from searchbox.llm.clients.openai_client import OpenAIClient
     from searchbox.settings import Settings
 
     with ScriptedEndpoint(default=SlowScript()) as endpoint:

@@ -13,7 +13,7 @@ from fuzz_tally import FuzzTally
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from searchbox.llm.assemble import ResponseBuilder
+from searchbox.llm.clients.assemble import ResponseBuilder
 from searchbox.llm.json_actions import parse_action
 from searchbox.llm.jsonfix import loads_lenient
 from searchbox.llm.call_objects import parse_arguments

@@ -15,7 +15,7 @@ from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.run import run_job
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.jobs.job import create_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.records.events import load_events
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import JobFolder

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from searchbox.llm import ContextOverflow, LLMError, LLMUnavailable, connect
-from searchbox.llm.openai_client import OpenAIClient, chat_completions_url
+from searchbox.llm.clients.openai_client import OpenAIClient, chat_completions_url
 from searchbox.llm.types import Usage
 from searchbox.settings import Settings
 from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint

@@ -26,7 +26,7 @@ from searchbox.evaluation.sweep_rows import build_row
 from searchbox.evaluation.sweep_summary import format_summary, summarize
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.parsing import parse_assistant_text
 from searchbox.records.echoes import HarnessMessage
 from searchbox.records.events import Listener, Notice, StepEnd, Stop, load_events

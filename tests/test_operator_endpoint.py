@@ -19,7 +19,7 @@ from searchbox.agent.run import _loading_message, run_job
 from searchbox.jobs.bundle import make_bundle
 from searchbox.jobs.job import create_job
 from searchbox.llm.errors import LLMUnavailable
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.ui.jobs_view import JobsView

@@ -11,7 +11,7 @@ from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.records.files import read_jsonl
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import choose

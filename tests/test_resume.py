@@ -26,7 +26,7 @@ from searchbox.agent.control import RunControl
 from searchbox.agent.prompts import COMPACTED_PREFIX, CONTINUE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
 from searchbox.records.events import (Compaction, Delta, Event, RunStart, StepEnd, StepStart, Stop, ToolEnd, ToolStart,
@@ -106,7 +106,7 @@ _KILLED_RUN = """
 import os, sys
 from pathlib import Path
 from searchbox.agent.run import run_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.settings import Settings
 
 job_dir, url, cache, kill_type, kill_n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])

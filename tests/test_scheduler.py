@@ -29,7 +29,7 @@ from searchbox.records.events import Delta, Event, Listener
 from searchbox.agent.run import run_job
 from searchbox.jobs.scheduler import RunFn, Scheduler, pool_servers
 from searchbox.jobs.store import JobRecord, JobStore
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.pool import PoolError, Server
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings

@@ -19,7 +19,7 @@ from searchbox.evaluation.judge import JUDGE_PROMPT
 from searchbox.evaluation.questions import load_questions
 from searchbox.evaluation.scoring import fact_present, format_score, score_run
 from searchbox.records.fact_match import LEXICAL_VERSION
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 
 ROOT = Path(__file__).resolve().parents[1]
 MINUTES, DECK, EMAIL = "01_corporate/board_minutes.docx", "01_corporate/board_deck.pdf", "07_correspondence/cfo.eml"

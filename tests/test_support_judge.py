@@ -101,7 +101,7 @@ def test_a_run_with_an_endpoint_judge_records_its_verdicts_and_hides_its_url(tmp
 
     from searchbox.agent.run import run_job
     from searchbox.jobs.job import create_job
-    from searchbox.llm.openai_client import OpenAIClient
+    from searchbox.llm.clients.openai_client import OpenAIClient
     from searchbox.records.files import read_json
     from searchbox.llm.disclosure import operator_details
 

@@ -13,7 +13,7 @@ from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.records.events import EVENT_TYPES, PREVIEW_CHARS, Event, load_events
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.settings import Settings
 from searchbox.ui.feed import Feed
 

@@ -23,7 +23,7 @@ from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
 from searchbox.llm.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
 from searchbox.llm.prefix_store import PrefixStore
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
 from searchbox.llm.speed import cpu_speed
 from searchbox.llm.types import ChatModel

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from searchbox.llm.assemble import ResponseBuilder
+from searchbox.llm.clients.assemble import ResponseBuilder
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm import json_actions
 from searchbox.llm.jsonfix import loads_lenient

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from searchbox.citations.judge import ChatReply, JudgeUnavailable, SupportJudge
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.errors import LLMError
-from searchbox.llm.openai_client import OpenAIClient
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.types import ChatModel, Message
 from searchbox.settings import Settings
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from searchbox.agent.pi.install import EXTENSION, node_binary, pi_entry
-from searchbox.llm.openai_client import is_stream_refusal, refused_streams, refuses_streams
+from searchbox.llm.clients.openai_client import is_stream_refusal, refused_streams, refuses_streams
 from searchbox.settings import Settings
 
 PROVIDER = "searchbox"

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 import httpx
 
-from searchbox.llm.assemble import ResponseBuilder
+from searchbox.llm.clients.assemble import ResponseBuilder
 from searchbox.llm.disclosure import MODEL_SERVER, hidden, url_forms
 from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
 from searchbox.llm.types import ChatModel, Message, StreamEvent, Tool, ToolChoice, Usage
