@@ -27,7 +27,7 @@ from searchbox.agent.run import run_job  # noqa: E402
 from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.llm.clients.openai_client import OpenAIClient  # noqa: E402
-from searchbox.llm.call_objects import new_call_id  # noqa: E402
+from searchbox.llm.dialects.call_objects import new_call_id  # noqa: E402
 from searchbox.llm.types import ChatModel, ChatResponse, StreamEvent, ToolCall, Usage  # noqa: E402
 from searchbox.records.files import read_json, read_jsonl  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402

@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.llm.parsing import PARSING_MODES, parse_tool_calls  # noqa: E402
+from searchbox.llm.dialects.parsing import PARSING_MODES, parse_tool_calls  # noqa: E402
 from searchbox.tools.registry import enabled_tools, offered_tools  # noqa: E402
 
 CORPUS = ROOT / "testkit" / "data" / "tool_call_replies.jsonl"

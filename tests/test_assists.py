@@ -16,7 +16,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
-from searchbox.llm.parsing import PARSER_VERSION
+from searchbox.llm.dialects.parsing import PARSER_VERSION
 from searchbox.agent import harness
 from searchbox.agent.assists import ASSISTS
 from searchbox.agent.assists.empty_reply import EMPTY_REPLY

@@ -12,7 +12,7 @@ from testkit.fake_model import FakeChatModel, Said
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
-from searchbox.llm.call_parsing import LenientCalls, with_call_parsing
+from searchbox.llm.dialects.call_parsing import LenientCalls, with_call_parsing
 from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import JobFolder

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from searchbox.llm.clients.assemble import ResponseBuilder
-from searchbox.llm.json_actions import parse_action
-from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.call_objects import parse_arguments
-from searchbox.llm.call_parsing import read_written_calls
-from searchbox.llm.parsing import PARSING_MODES, parse_assistant_text
+from searchbox.llm.grammars.json_actions import parse_action
+from searchbox.llm.dialects.jsonfix import loads_lenient
+from searchbox.llm.dialects.call_objects import parse_arguments
+from searchbox.llm.dialects.call_parsing import read_written_calls
+from searchbox.llm.dialects.parsing import PARSING_MODES, parse_assistant_text
 from searchbox.llm.types import ChatResponse, StreamEvent, ToolCall, Usage
 
 # derandomize: the same examples on every run, so a failure is reproducible and CI is stable.

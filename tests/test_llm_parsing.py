@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.llm.jsonfix import loads_lenient
+from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.clients.live_split import LiveSplitter
-from searchbox.llm.call_objects import parse_arguments
-from searchbox.llm.parsing import ParsedText, parse_assistant_text, parse_tool_calls, split_reasoning
+from searchbox.llm.dialects.call_objects import parse_arguments
+from searchbox.llm.dialects.parsing import ParsedText, parse_assistant_text, parse_tool_calls, split_reasoning
 from searchbox.tools.registry import enabled_tools, offered_tools
 
 TOOLS = [

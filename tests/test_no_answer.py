@@ -27,7 +27,7 @@ from searchbox.evaluation.sweep_summary import format_summary, summarize
 from searchbox.jobs.scheduler import Scheduler
 from searchbox.jobs.store import JobStore
 from searchbox.llm.clients.openai_client import OpenAIClient
-from searchbox.llm.parsing import parse_assistant_text
+from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.records.echoes import HarnessMessage
 from searchbox.records.events import Listener, Notice, StepEnd, Stop, load_events
 from searchbox.records.files import read_jsonl

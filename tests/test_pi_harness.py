@@ -30,7 +30,7 @@ from searchbox.agent.run import connect_and_run, run_job
 from searchbox.evaluation.matrix import load_matrix
 from searchbox.jobs.job import create_job
 from searchbox.llm.clients.openai_client import OpenAIClient
-from searchbox.llm.parsing import parse_assistant_text
+from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.llm.serve import ModelServer
 from searchbox.llm.types import ChatModel, ChatResponse, StreamEvent, Usage
 from searchbox.records.events import Event, Notice, ToolStart, read_events

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.agent.pi.install import installed_version, pinned_version
-from searchbox.llm.parsing import PARSER_VERSION
+from searchbox.llm.dialects.parsing import PARSER_VERSION
 from searchbox.settings import Settings
 
 NAME = "native"

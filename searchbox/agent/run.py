@@ -19,7 +19,7 @@ from searchbox.agent.pi.loop import PiLoop
 from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
-from searchbox.llm.call_parsing import with_call_parsing
+from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
 from searchbox.llm.support_judge import configured_judge

@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from searchbox.evaluation.probes import Probe, Situation, build_situations
-from searchbox.llm.call_parsing import with_call_parsing
+from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.errors import LLMError
-from searchbox.llm.parsing import parse_tool_calls
+from searchbox.llm.dialects.parsing import parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Tool, ToolCall
 from searchbox.records.job_folder import ANSWER_NAME
 from searchbox.settings import Settings

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from searchbox.llm.errors import LLMError
-from searchbox.llm.jsonfix import loads_lenient
+from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.types import ChatModel
 
 VERDICTS = ("correct", "partial", "wrong")

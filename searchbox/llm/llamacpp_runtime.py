@@ -38,17 +38,17 @@ from typing import Any, TypeVar
 
 from searchbox.llm.clients.assemble import ResponseBuilder
 from searchbox.llm.errors import ContextOverflow, LLMError
-from searchbox.llm import json_actions
-from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.call_format import call_format, example_call
+from searchbox.llm.grammars import json_actions
+from searchbox.llm.dialects.jsonfix import loads_lenient
+from searchbox.llm.dialects.call_format import call_format, example_call
 from searchbox.llm.cpu_load import cores, usable_cpus
 from searchbox.llm.decode_threads import DecodeThreads
 from searchbox.llm.gguf import gguf_digest
 from searchbox.llm.llamacpp_state import restore_checked, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
-from searchbox.llm.schema_grammar import json_grammar
+from searchbox.llm.grammars.schema_grammar import json_grammar
 from searchbox.llm.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
-from searchbox.llm.tool_grammar import call_grammar
+from searchbox.llm.grammars.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
 PLAIN_FORMAT = "chatml"

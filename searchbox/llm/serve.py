@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from searchbox.llm.call_objects import offered_names
+from searchbox.llm.dialects.call_objects import offered_names
 from searchbox.llm.types import ChatModel, ChatResponse, Message
 
 

@@ -163,7 +163,7 @@ def tool(*, brief: str, description: str, properties: dict[str, Any], required: 
 
 # What a brief schema leaves out: prose and most bounds (arguments are still validated against the full
 # schema). maxItems and maxLength stay: a forced call's grammar is built from the schema the model is
-# shown, and bounds its lists and strings by them (llm/schema_grammar.py).
+# shown, and bounds its lists and strings by them (llm/grammars/schema_grammar.py).
 _DETAIL_KEYS = {"description", "minLength", "minimum", "maximum", "minItems"}
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from searchbox.llm.clients.live_split import LiveSplitter
-from searchbox.llm.call_objects import new_call_id, parse_arguments
-from searchbox.llm.parsing import parse_assistant_text
+from searchbox.llm.dialects.call_objects import new_call_id, parse_arguments
+from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.llm.types import ChatResponse, StreamEvent, Tool, ToolCall, Usage, dump_arguments
 
 

@@ -30,8 +30,8 @@ import json
 import re
 from typing import Any
 
-from searchbox.llm.call_objects import call_from_object, names_a_call, new_call_id, offered_name, offered_names
-from searchbox.llm.jsonfix import loads_lenient
+from searchbox.llm.dialects.call_objects import call_from_object, names_a_call, new_call_id, offered_name, offered_names
+from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.types import Tool, ToolCall, dump_arguments
 
 FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from searchbox.llm.parsing import ToolCallParsing, parse_tool_calls
+from searchbox.llm.dialects.parsing import ToolCallParsing, parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice
 
 

@@ -12,7 +12,7 @@ import json
 import uuid
 from typing import Any
 
-from searchbox.llm.jsonfix import loads_lenient
+from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.types import Tool, ToolCall, dump_arguments
 
 

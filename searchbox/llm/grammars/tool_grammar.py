@@ -1,5 +1,5 @@
 """Grammars that hold a forced response of a chat-template model to one valid tool call, written in
-the model's own call format (call_format.py).
+the model's own call format (dialects/call_format.py).
 
 llama-cpp-python's template path ignores tool_choice="required", and for a named tool it makes the
 model write bare argument JSON outside its format. Here the call is written the way the template
@@ -8,7 +8,7 @@ renders calls in the history, so the next prompt shows the model its own format 
 Names are limited to the offered tools and arguments follow each tool's parameter schema, its lists
 and strings bounded (schema_grammar), so a forced call costs tens of tokens rather than the output cap
 (the toolbox still validates and clamps it). The result is GBNF text for
-`llama_cpp.LlamaGrammar.from_string`; parsing.py reads the call back.
+`llama_cpp.LlamaGrammar.from_string`; dialects/parsing.py reads the call back.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from searchbox.llm.call_format import CallFormat
-from searchbox.llm.schema_grammar import grammar_schema, schema_converter
+from searchbox.llm.dialects.call_format import CallFormat
+from searchbox.llm.grammars.schema_grammar import grammar_schema, schema_converter
 from searchbox.llm.types import Tool
 
 # XML values are raw text up to "\n</parameter>": any text with no "</" in it.

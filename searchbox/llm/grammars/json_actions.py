@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from searchbox.llm.call_objects import new_call_id
-from searchbox.llm.jsonfix import loads_lenient
-from searchbox.llm.schema_grammar import grammar_schema
+from searchbox.llm.dialects.call_objects import new_call_id
+from searchbox.llm.dialects.jsonfix import loads_lenient
+from searchbox.llm.grammars.schema_grammar import grammar_schema
 from searchbox.llm.types import Message, Tool, ToolCall
 
 
