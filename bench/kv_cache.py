@@ -20,7 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.llm.gguf import resolve_gguf  # noqa: E402
+from searchbox.llm.weights.gguf import resolve_gguf  # noqa: E402
 from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
 from searchbox.llm.speed import StepShape  # noqa: E402
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchbox.evaluation.transcript import run_transcript  # noqa: E402
-from searchbox.llm.gguf import resolve_gguf  # noqa: E402
+from searchbox.llm.weights.gguf import resolve_gguf  # noqa: E402
 from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
 from searchbox.llm.types import ChatResponse  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402

@@ -320,7 +320,7 @@ def _llm_auto(settings: Settings, gpu: GpuCheck, models: list[ModelStatus], hub_
 def _llm_models(settings: Settings) -> list[ModelStatus]:
     from huggingface_hub import try_to_load_from_cache
 
-    from searchbox.llm.packaged import PACKAGED, missing_parts
+    from searchbox.llm.weights.packaged import PACKAGED, missing_parts
     from searchbox.llm.presets import PRESETS
 
     models = []

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from testkit.app_server import free_port, stop_process
-from searchbox.llm.gguf import resolve_gguf
+from searchbox.llm.weights.gguf import resolve_gguf
 
 MODEL = "packaged:qwen2.5-coder-0.5b"
 ALIAS = "qwen2.5-coder-0.5b"

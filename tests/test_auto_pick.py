@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from searchbox.llm.errors import GGUFUnavailable
-from searchbox.llm.packaged import PACKAGED_QWEN_15B
+from searchbox.llm.weights.packaged import PACKAGED_QWEN_15B
 from searchbox.llm.presets import PRESETS, auto_pick, find_preset
 from searchbox.llm.speed import CpuSpeed, Speed, cpu_speed
 from searchbox.settings import Settings

@@ -14,7 +14,7 @@ import pytest
 
 from searchbox import hub
 from searchbox.llm.errors import GGUFUnavailable
-from searchbox.llm.gguf import resolve_gguf
+from searchbox.llm.weights.gguf import resolve_gguf
 from searchbox.retrieval.model_paths import resolve_model_dir
 from searchbox.retrieval.interfaces import ModelLoadError
 

@@ -32,9 +32,9 @@ import json, sys
 from pathlib import Path
 import numpy as np
 from searchbox.agent.run import run_prompt_head
-from searchbox.llm.gguf import resolve_gguf
+from searchbox.llm.weights.gguf import resolve_gguf
 from searchbox.llm.llamacpp_runtime import LlamaCppModel
-from searchbox.llm.packaged import PACKAGED_QWEN_05B
+from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.prefix_store import PrefixStore
 from searchbox.settings import Settings
 
@@ -150,10 +150,10 @@ import sys
 from pathlib import Path
 import llama_cpp
 from searchbox.agent.run import run_prompt_head
-from searchbox.llm.gguf import resolve_gguf
+from searchbox.llm.weights.gguf import resolve_gguf
 from searchbox.llm.llamacpp_runtime import LlamaCppModel
 from searchbox.llm.llamacpp_state import sequence_state
-from searchbox.llm.packaged import PACKAGED_QWEN_05B
+from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
 from searchbox.settings import Settings
 

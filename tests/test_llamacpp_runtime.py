@@ -15,8 +15,8 @@ import huggingface_hub.constants
 import pytest
 
 from searchbox.llm import ContextOverflow, GGUFUnavailable, LLMError, connect
-from searchbox.llm.gguf import PACKAGED_GEMMA, resolve_gguf
-from searchbox.llm.packaged import PACKAGED_QWEN_05B
+from searchbox.llm.weights.gguf import PACKAGED_GEMMA, resolve_gguf
+from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.llamacpp_runtime import (LlamaCppModel, _template_opens_think, cache_to_keep, cold_cuts,
                                             load_llamacpp)
 from searchbox.llm.presets import PRESETS, auto_pick, find_preset

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.llm import packaged
+from searchbox.llm.weights import packaged
 from searchbox.llm.errors import PackagedModelUnavailable
-from searchbox.llm.gguf import resolve_gguf
-from searchbox.llm.packaged import PACKAGED, PACKAGED_QWEN_05B, PackagedGGUF, Part, missing_parts, packaged_gguf
+from searchbox.llm.weights.gguf import resolve_gguf
+from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_QWEN_05B, PackagedGGUF, Part, missing_parts, packaged_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = "packaged:searchbox-test-model"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
-from searchbox.llm.gguf import Progress, resolve_gguf
+from searchbox.llm.weights.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp_runtime import load_llamacpp
 from searchbox.llm.prefix_store import PrefixStore
 from searchbox.llm.clients.openai_client import OpenAIClient

@@ -43,7 +43,7 @@ from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.dialects.call_format import call_format, example_call
 from searchbox.llm.cpu_load import cores, usable_cpus
 from searchbox.llm.decode_threads import DecodeThreads
-from searchbox.llm.gguf import gguf_digest
+from searchbox.llm.weights.gguf import gguf_digest
 from searchbox.llm.llamacpp_state import restore_checked, sequence_state, setup_key
 from searchbox.llm.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.grammars.schema_grammar import json_grammar

@@ -124,9 +124,9 @@ def cpu_speed(cache_dir: str | Path, models_dir: str | Path, *, measure: bool = 
     held a quarter of the CPUs or more while it was measured, or when none was kept and `measure` is off."""
     from searchbox.llm.cpu_load import BusyClock, other_cpus, usable_cpus
     from searchbox.llm.errors import LLMError
-    from searchbox.llm.gguf import resolve_gguf
+    from searchbox.llm.weights.gguf import resolve_gguf
     from searchbox.llm.llamacpp_runtime import LlamaCppModel
-    from searchbox.llm.packaged import PACKAGED, PACKAGED_QWEN_05B
+    from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_QWEN_05B
 
     path = Path(cache_dir) / "cpu_speed.json"
     machine = _machine()
