@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from searchbox.agent.prompts import system_prompt  # noqa: E402
 from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
 from searchbox.llm.weights.gguf import resolve_gguf  # noqa: E402
-from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
+from searchbox.llm.llamacpp.model import LlamaCppModel  # noqa: E402
 
 QUESTION = "Who audited the FY2025 financial statements?"
 def _tool_result() -> str:

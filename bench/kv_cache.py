@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchbox.llm.weights.gguf import resolve_gguf  # noqa: E402
-from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
-from searchbox.llm.speed import StepShape  # noqa: E402
+from searchbox.llm.llamacpp.model import LlamaCppModel  # noqa: E402
+from searchbox.llm.llamacpp.speed import StepShape  # noqa: E402
 
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.evaluation.transcript import run_transcript  # noqa: E402
 from searchbox.llm.weights.gguf import resolve_gguf  # noqa: E402
-from searchbox.llm.llamacpp_runtime import LlamaCppModel  # noqa: E402
+from searchbox.llm.llamacpp.model import LlamaCppModel  # noqa: E402
 from searchbox.llm.types import ChatResponse  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 

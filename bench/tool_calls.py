@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from searchbox.agent.prompts import HARNESS, system_prompt  # noqa: E402
 from searchbox.llm.clients.assemble import ResponseBuilder  # noqa: E402
 from searchbox.llm.dialects.call_parsing import with_call_parsing  # noqa: E402
-from searchbox.llm.llamacpp_runtime import load_llamacpp  # noqa: E402
+from searchbox.llm.llamacpp.model import load_llamacpp  # noqa: E402
 from searchbox.llm.dialects.parsing import PARSING_MODES  # noqa: E402
 from searchbox.llm.types import ChatModel, ChatResponse, Tool  # noqa: E402
 from searchbox.tools.registry import enabled_tools, offered_tools  # noqa: E402

@@ -13,11 +13,11 @@ import pytest
 from searchbox.llm.errors import GGUFUnavailable
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_15B
 from searchbox.llm.presets import PRESETS, auto_pick, find_preset
-from searchbox.llm.speed import CpuSpeed, Speed, cpu_speed
+from searchbox.llm.llamacpp.speed import CpuSpeed, Speed, cpu_speed
 from searchbox.settings import Settings
 
 connect_module = importlib.import_module("searchbox.llm.connect")
-speed_module = importlib.import_module("searchbox.llm.speed")
+speed_module = importlib.import_module("searchbox.llm.llamacpp.speed")
 
 THIS_MACHINE_RAM_MB = 21_985  # what doctor reports here
 # The packaged 0.5B on these 2 cores idle, assumed: they were never idle while this was written (shared
@@ -133,7 +133,7 @@ def test_a_speed_measured_while_other_work_holds_the_cpus_is_neither_kept_nor_us
     import subprocess
     import sys
 
-    from searchbox.llm.cpu_load import usable_cpus
+    from searchbox.llm.llamacpp.cpu_load import usable_cpus
 
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(usable_cpus())]
     try:

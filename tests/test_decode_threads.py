@@ -1,4 +1,4 @@
-"""The decode thread count follows the cores other work leaves idle (searchbox/llm/decode_threads.py)."""
+"""The decode thread count follows the cores other work leaves idle (searchbox/llm/llamacpp/decode_threads.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.llm import cpu_load, decode_threads
-from searchbox.llm.cpu_load import Sample, cores, usable_cpus
-from searchbox.llm.decode_threads import CHECK_SECONDS, DecodeThreads
+from searchbox.llm.llamacpp import cpu_load, decode_threads
+from searchbox.llm.llamacpp.cpu_load import Sample, cores, usable_cpus
+from searchbox.llm.llamacpp.decode_threads import CHECK_SECONDS, DecodeThreads
 
 
 def test_other_processes_on_every_cpu_bring_decoding_down_to_one_thread() -> None:
@@ -79,7 +79,7 @@ def test_work_on_cpus_this_process_may_not_use_is_not_other_work() -> None:
     first, second = sorted(os.sched_getaffinity(0))[:2]
     busy = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{second}}})\nwhile True: pass"])
     probe = (f"import os, time; os.sched_setaffinity(0, {{{first}}})\n"
-             "from searchbox.llm.cpu_load import BusyClock, other_cpus\n"
+             "from searchbox.llm.llamacpp.cpu_load import BusyClock, other_cpus\n"
              "clock = BusyClock(); before = clock.sample(); time.sleep(1.5); print(other_cpus(before, clock.sample()))")
     try:
         time.sleep(0.5)

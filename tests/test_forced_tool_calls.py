@@ -18,7 +18,7 @@ from searchbox.llm import LLMError
 from searchbox.llm.dialects.call_format import call_format, example_call, render_call
 from searchbox.llm.weights.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.grammars.schema_grammar import MAX_CHARS, MAX_ITEMS, grammar_schema
-from searchbox.llm.llamacpp_runtime import LlamaCppModel, load_llamacpp
+from searchbox.llm.llamacpp.model import LlamaCppModel, load_llamacpp
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.dialects.parsing import parse_tool_calls
 from searchbox.llm.grammars.tool_grammar import call_grammar

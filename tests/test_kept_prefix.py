@@ -3,7 +3,7 @@ Qwen2.5-Coder-0.5B, the README's question as a run's first step sends it (system
 tools, described briefly as the packaged models' preset does), each step in a fresh process.
 
 A fresh process with the prefix kept loads it instead of evaluating it (all but its last micro-batch, which
-it evaluates again to check the state: llamacpp_state.restore_checked), and gets the very logits a cold
+it evaluates again to check the state: kv_state.restore_checked), and gets the very logits a cold
 process gets; one that finds a corrupt, foreign or malformed file, or the state of another text under the
 prefix's key, evaluates the prefix again and keeps it anew.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from searchbox.llm.prefix_store import MAGIC
+from searchbox.llm.llamacpp.prefix_store import MAGIC
 
 ROOT = Path(__file__).resolve().parents[1]
 N_CTX = 4096
@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 from searchbox.agent.run import run_prompt_head
 from searchbox.llm.weights.gguf import resolve_gguf
-from searchbox.llm.llamacpp_runtime import LlamaCppModel
+from searchbox.llm.llamacpp.model import LlamaCppModel
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
-from searchbox.llm.prefix_store import PrefixStore
+from searchbox.llm.llamacpp.prefix_store import PrefixStore
 from searchbox.settings import Settings
 
 store, logits_path, n_ctx = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -151,10 +151,10 @@ from pathlib import Path
 import llama_cpp
 from searchbox.agent.run import run_prompt_head
 from searchbox.llm.weights.gguf import resolve_gguf
-from searchbox.llm.llamacpp_runtime import LlamaCppModel
-from searchbox.llm.llamacpp_state import sequence_state
+from searchbox.llm.llamacpp.model import LlamaCppModel
+from searchbox.llm.llamacpp.kv_state import sequence_state
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
-from searchbox.llm.prefix_store import PrefixKey, PrefixStore
+from searchbox.llm.llamacpp.prefix_store import PrefixKey, PrefixStore
 from searchbox.settings import Settings
 
 store = PrefixStore(Path(sys.argv[1]), 2**30)
@@ -179,7 +179,7 @@ def test_the_state_of_another_text_under_the_prefixs_key_is_never_loaded(kept: d
                                                                           tmp_path: Path) -> None:
     """A file whose header and checksum are right, holding the KV state of another text as long as the prefix
     (issue 43): the model would hold that text while the run believes it holds its prefix. Caught where the
-    texts differ in the prefix's last micro-batch (llamacpp_state.restore_checked says what is not)."""
+    texts differ in the prefix's last micro-batch (kv_state.restore_checked says what is not)."""
     store = tmp_path / "store"
     shutil.copytree(kept["store"], store)
     true_file = _only_file(store).read_bytes()

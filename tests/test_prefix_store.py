@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from searchbox.llm.prefix_store import MAGIC, PrefixKey, PrefixStore
+from searchbox.llm.llamacpp.prefix_store import MAGIC, PrefixKey, PrefixStore
 
 SETUP = {"gguf_sha256": "ab" * 32, "n_ctx": 4096, "n_ubatch": 512, "kv_cache": "q8_0"}
 KEY = PrefixKey(SETUP, tuple(range(1024)))

@@ -32,7 +32,7 @@ from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
 
 if TYPE_CHECKING:
-    from searchbox.llm.llamacpp_runtime import KeptPrefix
+    from searchbox.llm.llamacpp.model import KeptPrefix
 
 
 def preset_assists(settings: Settings) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> Ke
     does it at start-up, so that its first visitor does not pay for it. None where runs use an endpoint (or a
     pool of them), the Pi harness, or LLM_PREFIX_CACHE_MB=0."""
     from searchbox.llm.connect import connect_for_run
-    from searchbox.llm.llamacpp_runtime import LlamaCppModel
+    from searchbox.llm.llamacpp.model import LlamaCppModel
 
     if settings.llama_url or settings.searchbox_endpoints or settings.harness != "native" or settings.llm_prefix_cache_mb <= 0:
         return None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
-from searchbox.llm.speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
+from searchbox.llm.llamacpp.speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
 from searchbox.settings import ASSIST_NAMES, Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.

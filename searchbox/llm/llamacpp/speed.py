@@ -122,10 +122,10 @@ def cpu_speed(cache_dir: str | Path, models_dir: str | Path, *, measure: bool = 
     """This machine's CPU speed: kept from an earlier measurement of the same CPU and build, else measured
     now (seconds) with the packaged Qwen2.5-Coder-0.5B; None when that model cannot be had, when other work
     held a quarter of the CPUs or more while it was measured, or when none was kept and `measure` is off."""
-    from searchbox.llm.cpu_load import BusyClock, other_cpus, usable_cpus
+    from searchbox.llm.llamacpp.cpu_load import BusyClock, other_cpus, usable_cpus
     from searchbox.llm.errors import LLMError
     from searchbox.llm.weights.gguf import resolve_gguf
-    from searchbox.llm.llamacpp_runtime import LlamaCppModel
+    from searchbox.llm.llamacpp.model import LlamaCppModel
     from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_QWEN_05B
 
     path = Path(cache_dir) / "cpu_speed.json"

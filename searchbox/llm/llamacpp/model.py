@@ -19,7 +19,7 @@ shares with every other conversation (system prompt and tools) on its own, then 
 micro-batches from its start (cold_cuts). Across conversations the KV cache is kept only up to such a cut
 (cache_to_keep), so a seeded run's logits never depend on what ran before it, and a new conversation
 evaluates only its own question; with a prefix store, the shared prefix is kept on disk for the next process
-(prefix_store, llamacpp_state).
+(prefix_store, kv_state).
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.grammars import json_actions
 from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.dialects.call_format import call_format, example_call
-from searchbox.llm.cpu_load import cores, usable_cpus
-from searchbox.llm.decode_threads import DecodeThreads
+from searchbox.llm.llamacpp.cpu_load import cores, usable_cpus
+from searchbox.llm.llamacpp.decode_threads import DecodeThreads
 from searchbox.llm.weights.gguf import gguf_digest
-from searchbox.llm.llamacpp_state import restore_checked, sequence_state, setup_key
-from searchbox.llm.prefix_store import PrefixKey, PrefixStore
+from searchbox.llm.llamacpp.kv_state import restore_checked, sequence_state, setup_key
+from searchbox.llm.llamacpp.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.grammars.schema_grammar import json_grammar
-from searchbox.llm.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
+from searchbox.llm.llamacpp.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
 from searchbox.llm.grammars.tool_grammar import call_grammar
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
 
@@ -366,7 +366,7 @@ class _PromptCaptured(Exception):
 @dataclass(frozen=True)
 class _KeptPrefixes:
     store: PrefixStore
-    setup: dict[str, Any]  # what a kept state depends on besides its tokens (llamacpp_state.setup_key)
+    setup: dict[str, Any]  # what a kept state depends on besides its tokens (kv_state.setup_key)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from searchbox.llm.cpu_load import BusyClock, other_cpus
+from searchbox.llm.llamacpp.cpu_load import BusyClock, other_cpus
 
 CHECK_SECONDS = 1.0  # how often the count is decided again while tokens are decoded
 

@@ -6,7 +6,7 @@ file is used only when its header is, byte for byte, the header of the key asked
 parsed: no header can make a load raise or read more than the key's own length) and its bytes have the
 sha256 it gives: a truncated, altered or foreign file is ignored and removed, so the prefix is evaluated
 again and saved anew, never trusted. What the checksum cannot tell, a state of another text saved under
-this key, the runtime checks after loading it (llamacpp_state.restore_checked). The store is bounded:
+this key, the runtime checks after loading it (kv_state.restore_checked). The store is bounded:
 after each save the least recently used files go while all of them hold more than `max_bytes`.
 """
 
