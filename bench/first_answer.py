@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
-from searchbox.llm.connect import connect_for_run  # noqa: E402
+from searchbox.llm.choice.connect import connect_for_run  # noqa: E402
 from searchbox.llm.llamacpp.speed import StepShape  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from testkit.app_server import free_port, stop_process  # noqa: E402

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.citations.markers import cited_ids  # noqa: E402
 from searchbox.evaluation.transcript import run_transcript  # noqa: E402
-from searchbox.llm.connect import connect  # noqa: E402
+from searchbox.llm.choice.connect import connect  # noqa: E402
 from searchbox.records.job_folder import JobFolder  # noqa: E402
 
 

@@ -134,7 +134,7 @@ def judge(rows: list[Row], questions: dict[str, dict], overrides: list[str], url
 
     from searchbox.cli import parse_overrides
     from searchbox.evaluation.judge import judge_answer
-    from searchbox.llm.connect import connect
+    from searchbox.llm.choice.connect import connect
     from searchbox.settings import Settings
 
     settings = Settings.resolve(**parse_overrides(overrides))

@@ -89,7 +89,7 @@ def overhead_over_http(tmp: Path, steps: int) -> float:
 
 
 def real_steps(tmp: Path, steps: int) -> float:
-    from searchbox.llm.connect import connect
+    from searchbox.llm.choice.connect import connect
 
     settings = settings_for(tmp, llm_gguf="packaged:gemma3-270m", context_window=4096, max_output_tokens=64,
                             max_steps_per_turn=steps, force_tool_steps=steps, searchbox_tools="")

@@ -71,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from searchbox.agent.pi.install import pi_problem
     from searchbox.agent.run import run_job
     from searchbox.jobs.job import create_job
-    from searchbox.llm.connect import connect_for_run
+    from searchbox.llm.choice.connect import connect_for_run
     from searchbox.progress import ProgressPrinter
 
     overrides = parse_overrides(args.set)
@@ -233,7 +233,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 def connect_judge(args: argparse.Namespace, base: Settings) -> ChatModel | None:
     """The judge --judge asks for: the endpoint --judge-url names (a strong model, apart from the runs'),
     else the configured model (LLAMA_URL, or the built-in runtime: the packaged model offline)."""
-    from searchbox.llm.connect import connect
+    from searchbox.llm.choice.connect import connect
 
     if not (args.judge or args.judge_url):
         return None

@@ -306,7 +306,7 @@ def _llm_auto(settings: Settings, gpu: GpuCheck, models: list[ModelStatus], hub_
     CPU speed measured before is used: the report loads no model."""
     if gpu.llama_cpp_error:
         return f"llama.cpp cannot be loaded ({gpu.llama_cpp_error})"
-    from searchbox.llm.connect import auto_pick_here
+    from searchbox.llm.choice.connect import auto_pick_here
 
     pick = auto_pick_here(settings, measure=False)
     picked = f"{pick.preset.name}: {pick.why}"
@@ -321,7 +321,7 @@ def _llm_models(settings: Settings) -> list[ModelStatus]:
     from huggingface_hub import try_to_load_from_cache
 
     from searchbox.llm.weights.packaged import PACKAGED, missing_parts
-    from searchbox.llm.presets import PRESETS
+    from searchbox.llm.choice.presets import PRESETS
 
     models = []
     for preset in PRESETS:

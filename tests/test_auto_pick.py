@@ -12,12 +12,13 @@ import pytest
 
 from searchbox.llm.errors import GGUFUnavailable
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_15B
-from searchbox.llm.presets import PRESETS, auto_pick, find_preset
-from searchbox.llm.llamacpp.speed import CpuSpeed, Speed, cpu_speed
+from searchbox.llm.choice.presets import PRESETS, auto_pick, find_preset
+from searchbox.llm.choice.cpu_speed import CpuSpeed, cpu_speed
+from searchbox.llm.llamacpp.speed import Speed
 from searchbox.settings import Settings
 
-connect_module = importlib.import_module("searchbox.llm.connect")
-speed_module = importlib.import_module("searchbox.llm.llamacpp.speed")
+connect_module = importlib.import_module("searchbox.llm.choice.connect")
+speed_module = importlib.import_module("searchbox.llm.choice.cpu_speed")
 
 THIS_MACHINE_RAM_MB = 21_985  # what doctor reports here
 # The packaged 0.5B on these 2 cores idle, assumed: they were never idle while this was written (shared

@@ -18,19 +18,20 @@ from conftest import SMALL_DATAROOM, write_tree
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
-from searchbox.llm.connect import connect_for_run
+from searchbox.llm.choice.connect import connect_for_run
 from searchbox.llm.errors import LLMError, PackagedModelUnavailable
 from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
-from searchbox.llm.llamacpp.speed import CpuSpeed, Speed
-from searchbox.llm.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
+from searchbox.llm.choice.cpu_speed import CpuSpeed
+from searchbox.llm.llamacpp.speed import Speed
+from searchbox.llm.choice.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings, SettingsError, knob_docs
 
 NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
 # The module, not the function searchbox.llm re-exports under the same name.
-connect_module = importlib.import_module("searchbox.llm.connect")
+connect_module = importlib.import_module("searchbox.llm.choice.connect")
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm import LLMError, connect
-from searchbox.llm.connect import connect_for_run
+from searchbox.llm.choice.connect import connect_for_run
 from searchbox.llm.clients.openai_client import OpenAIClient, refused_streams
 from searchbox.records.events import Notice, read_events
 from searchbox.records.files import read_json
@@ -62,7 +62,7 @@ def test_with_llama_api_key_the_run_succeeds_and_the_key_is_on_no_visitors_surfa
 
 def test_openai_api_key_is_read_when_llama_api_key_is_unset_and_that_is_said_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(import_module("searchbox.llm.connect"), "_said_borrowed_key", threading.Event())
+    monkeypatch.setattr(import_module("searchbox.llm.choice.connect"), "_said_borrowed_key", threading.Event())
     notes: list[str] = []
     with ScriptedEndpoint(default=Reply(text="ok"), api_key=KEY) as endpoint:
         settings = Settings.resolve(env={"OPENAI_API_KEY": KEY, "LLAMA_URL": endpoint.url})

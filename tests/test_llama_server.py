@@ -23,7 +23,7 @@ from searchbox.records.events import Event
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.jobs.job import create_job
-from searchbox.llm.connect import connect
+from searchbox.llm.choice.connect import connect
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 

@@ -19,7 +19,7 @@ from searchbox.llm.weights.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
 from searchbox.llm.llamacpp.model import (LlamaCppModel, _template_opens_think, cache_to_keep, cold_cuts,
                                             load_llamacpp)
-from searchbox.llm.presets import PRESETS, auto_pick, find_preset
+from searchbox.llm.choice.presets import PRESETS, auto_pick, find_preset
 from searchbox.llm.llamacpp.speed import StepShape
 from searchbox.settings import Settings
 

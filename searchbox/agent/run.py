@@ -21,7 +21,7 @@ from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
-from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
+from searchbox.llm.choice.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
 from searchbox.llm.support_judge import configured_judge
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
@@ -117,7 +117,7 @@ def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> Ke
     today (system prompt and tool schemas): loaded from the prefix store, or evaluated and kept there. The app
     does it at start-up, so that its first visitor does not pay for it. None where runs use an endpoint (or a
     pool of them), the Pi harness, or LLM_PREFIX_CACHE_MB=0."""
-    from searchbox.llm.connect import connect_for_run
+    from searchbox.llm.choice.connect import connect_for_run
     from searchbox.llm.llamacpp.model import LlamaCppModel
 
     if settings.llama_url or settings.searchbox_endpoints or settings.harness != "native" or settings.llm_prefix_cache_mb <= 0:
@@ -144,7 +144,7 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
     """
     import time
 
-    from searchbox.llm.connect import connect_for_run
+    from searchbox.llm.choice.connect import connect_for_run
 
     boot = EventBus(JobFolder(job_dir).events, listeners)
     if settings.harness == "pi" and (problem := pi_problem()):  # before minutes of model loading, not after

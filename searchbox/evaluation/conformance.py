@@ -217,7 +217,7 @@ def model_settings(base: Settings, models: list[str]) -> list[Settings]:
 def check_models(settings_per_model: list[Settings], probes: list[Probe], *, repeat: int = 1,
                  on_line: Callable[[str], None] = print) -> list[ModelReport]:
     """Connect to each model in turn (closing it after), pose every situation, collect the reports."""
-    from searchbox.llm.connect import connect_for_run
+    from searchbox.llm.choice.connect import connect_for_run
 
     situations, skipped = build_situations(probes, settings_per_model[0])
     for probe_id, reason in skipped.items():

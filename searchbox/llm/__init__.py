@@ -6,7 +6,7 @@
     response = event.response            # the last event ("done") carries the ChatResponse
 """
 
-from searchbox.llm.connect import connect
+from searchbox.llm.choice.connect import connect
 from searchbox.llm.errors import ContextOverflow, GGUFUnavailable, LLMError, LLMUnavailable
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolCall, ToolChoice, Usage
 

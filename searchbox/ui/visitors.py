@@ -25,7 +25,7 @@ import gradio as gr
 from starlette.datastructures import Headers
 
 from searchbox.agent.pi import install as pi_install
-from searchbox.llm.presets import PRESETS, find_preset
+from searchbox.llm.choice.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
 from searchbox.settings import Settings, SettingsError
 from searchbox.ui.services import shares_operator_key

@@ -3,7 +3,7 @@
 Memory figures are estimates for the preset's context window with a q8_0 KV cache (LLM_KV_CACHE's type on
 a GPU; on a CPU the f16 cache takes twice the cache's part): the file, the cache and about a gigabyte of
 compute buffers. `min_vram_mb` offloads every layer; `min_ram_mb` runs on the CPU.
-On a CPU, auto also weighs how long a typical run would take here (speed.py).
+On a CPU, auto also weighs how long a typical run would take here (cpu_speed.py).
 A run's context window, output cap, steps per turn and assists come from the preset of the model that
 runs, unless the user set them (`fit_limits`).
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
-from searchbox.llm.llamacpp.speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
+from searchbox.llm.choice.cpu_speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
 from searchbox.settings import ASSIST_NAMES, Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
@@ -53,7 +53,7 @@ class Preset:
     harness_assists: str = ""  # a capable model gets the minimal loop
     active_mb: int = 0  # the weights one token reads, where fewer than the file's (a mixture of experts)
     answers: bool = True  # an instruct model; a base model is for plumbing only, never auto's pick for speed
-    typical_output_tokens: int = TYPICAL_OUTPUT_TOKENS  # what a typical run writes (speed.py)
+    typical_output_tokens: int = TYPICAL_OUTPUT_TOKENS  # what a typical run writes (cpu_speed.py)
 
     @property
     def packaged(self) -> bool:

@@ -24,8 +24,8 @@ from searchbox.llm.weights.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp.model import load_llamacpp
 from searchbox.llm.llamacpp.prefix_store import PrefixStore
 from searchbox.llm.clients.openai_client import OpenAIClient
-from searchbox.llm.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
-from searchbox.llm.llamacpp.speed import cpu_speed
+from searchbox.llm.choice.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
+from searchbox.llm.choice.cpu_speed import cpu_speed
 from searchbox.llm.types import ChatModel
 from searchbox.settings import Settings
 
