@@ -17,8 +17,8 @@ import pytest
 from searchbox.llm import ContextOverflow, GGUFUnavailable, LLMError, connect
 from searchbox.llm.weights.gguf import PACKAGED_GEMMA, resolve_gguf
 from searchbox.llm.weights.packaged import PACKAGED_QWEN_05B
-from searchbox.llm.llamacpp.model import (LlamaCppModel, _template_opens_think, cache_to_keep, cold_cuts,
-                                            load_llamacpp)
+from searchbox.llm.llamacpp.kv_reuse import cache_to_keep, cold_cuts
+from searchbox.llm.llamacpp.model import LlamaCppModel, _template_opens_think, load_llamacpp
 from searchbox.llm.choice.presets import PRESETS, auto_pick, find_preset
 from searchbox.llm.llamacpp.speed import StepShape
 from searchbox.settings import Settings

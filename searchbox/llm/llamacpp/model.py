@@ -1,55 +1,46 @@
 """The built-in runtime: a GGUF run in-process by llama-cpp-python, behind `ChatModel`.
 
-One instance per (GGUF, context size), shared by every caller (`load_llamacpp`); generation is
-serialized per instance because a llama.cpp context serves one sequence at a time. Generation
-blocks the calling thread: callers run it in a worker thread.
+One instance per (GGUF, context size, KV cache type, thread count), shared by every caller (`load_llamacpp`);
+generation is serialized per instance because a llama.cpp context serves one sequence at a time. Generation
+blocks the calling thread: callers run it in a worker thread. The context is made for speed where the build
+allows (context.py), and keeps of the KV cache across calls only what a cold evaluation would have left
+(kv_reuse.py), the prefix every conversation of a configuration shares kept on disk across processes.
 
-Set up for speed where the build allows: every layer on the GPU when llama.cpp was built with one,
-flash attention, and the KV cache type LLM_KV_CACHE names (auto: q8_0, half the memory, on a GPU; f16 on
-a CPU, where llama.cpp prefills a q8_0 cache more slowly); each falls back if the context cannot be
-created with it. On a CPU, unless LLM_THREADS fixes a count, tokens are decoded with the cores other work
-leaves idle (decode_threads) and prompts evaluated with every CPU this process may use. The chat format is
-the GGUF's own template when it has one; a template-less (base) model gets plain chatml and grammar-held JSON
-actions (see json_actions). A forced step (tool_choice "required" or a named tool) of a template model is
-held by a grammar to one call in the template's own format (see tool_grammar). While tools are on offer, a
-template model's system message ends with an example call in that format (see call_format).
-
-A prompt that opens a conversation is evaluated in the same pieces every time: the prefix its configuration
-shares with every other conversation (system prompt and tools) on its own, then the rest, each cut into
-micro-batches from its start (cold_cuts). Across conversations the KV cache is kept only up to such a cut
-(cache_to_keep), so a seeded run's logits never depend on what ran before it, and a new conversation
-evaluates only its own question; with a prefix store, the shared prefix is kept on disk for the next process
-(prefix_store, kv_state).
+The chat format is the GGUF's own template when it has one; a template-less (base) model gets plain chatml and
+grammar-held JSON actions (see grammars/json_actions). A forced step (tool_choice "required" or a named tool)
+of a template model is held by a grammar to one call in the template's own format (see grammars/tool_grammar).
+While tools are on offer, a template model's system message ends with an example call in that format (see
+dialects/call_format). llama-cpp-python streams OpenAI-style chunks, assembled as an endpoint's are
+(clients/assemble).
 """
 
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
 import json
 import threading
-import weakref
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from searchbox.llm.clients.assemble import ResponseBuilder
+from searchbox.llm.dialects.call_format import call_format, example_call
+from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.grammars import json_actions
-from searchbox.llm.dialects.jsonfix import loads_lenient
-from searchbox.llm.dialects.call_format import call_format, example_call
-from searchbox.llm.llamacpp.cpu_load import cores, usable_cpus
-from searchbox.llm.llamacpp.decode_threads import DecodeThreads
-from searchbox.llm.weights.gguf import gguf_digest
-from searchbox.llm.llamacpp.kv_state import restore_checked, sequence_state, setup_key
-from searchbox.llm.llamacpp.prefix_store import PrefixKey, PrefixStore
 from searchbox.llm.grammars.schema_grammar import json_grammar
-from searchbox.llm.llamacpp.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
 from searchbox.llm.grammars.tool_grammar import call_grammar
+from searchbox.llm.llamacpp.context import kv_cache_type, load_context
+from searchbox.llm.llamacpp.kv_reuse import KeptPrefixes, Meter, PromptCaptured, kv_reuse_rule
+from searchbox.llm.llamacpp.kv_state import setup_key
+from searchbox.llm.llamacpp.prefix_store import PrefixStore
+from searchbox.llm.llamacpp.speed import ReplayTime, Speed, StepShape, llama_replay, llama_speed
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice, Usage
+from searchbox.llm.weights.gguf import gguf_digest
 
 PLAIN_FORMAT = "chatml"
 # Two first questions that differ from their first character: what their prompts share is the configuration's.
@@ -105,7 +96,7 @@ class LlamaCppModel(ChatModel):
         self.model_id = self.path.name
         self.context_window = n_ctx
         self._lock = threading.Lock()
-        self._llama, self.runtime = _construct(self.path, n_ctx, n_threads, prompt_lookup, kv_cache, n_ubatch)
+        self._llama, self.runtime = load_context(self.path, n_ctx, n_threads, prompt_lookup, kv_cache, n_ubatch)
         self._prefixes: dict[str, tuple[int, ...]] = {}  # configuration (system messages, tools) -> its shared prefix
         # A model with no template of its own has no tool-call format either: JSON actions instead.
         self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
@@ -133,8 +124,8 @@ class LlamaCppModel(ChatModel):
             if self._llama is None:
                 return
             setup = setup_key(self._llama, gguf_digest(self.path), self.runtime)
-            self._llama.kept = _KeptPrefixes(store, setup)
-            self.runtime["kv_reuse"] = (f"{_kv_reuse_rule(self._llama)}; shared prefixes kept on disk across "
+            self._llama.kept = KeptPrefixes(store, setup)
+            self.runtime["kv_reuse"] = (f"{kv_reuse_rule(self._llama)}; shared prefixes kept on disk across "
                                         "processes")
 
     def stream(
@@ -163,7 +154,7 @@ class LlamaCppModel(ChatModel):
                 kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
             llama.shared_prefix = self._shared_prefix(messages, tools, tool_choice)
             builder = ResponseBuilder(tools, starts_in_reasoning=self._starts_in_reasoning)
-            llama.meter = _Meter()
+            llama.meter = Meter()
             llama_cpp.llama_perf_context_reset(llama.ctx)
             started = time.monotonic()
             try:
@@ -182,7 +173,7 @@ class LlamaCppModel(ChatModel):
             except RuntimeError as exc:
                 raise LLMError(f"{self.model_id}: llama.cpp failed: {exc}") from exc
             ended = time.monotonic()
-            meter: _Meter = llama.meter
+            meter: Meter = llama.meter
             usage = Usage(input=meter.prompt_tokens, output=meter.sampled, cache_read=meter.reused,
                           cache_write=meter.written)
             timings = _timings(meter, llama_cpp.llama_perf_context(llama.ctx), started, ended)
@@ -220,7 +211,7 @@ class LlamaCppModel(ChatModel):
             if not prefix:
                 return KeptPrefix(0, "none")
             started = time.monotonic()
-            llama.meter = _Meter()
+            llama.meter = Meter()
             if llama.holds(prefix):
                 return KeptPrefix(len(prefix), "held")
             llama.take_prefix(prefix, 0)
@@ -299,7 +290,7 @@ class LlamaCppModel(ChatModel):
         llama.capturing = True
         try:
             llama.create_chat_completion(**request, max_tokens=1)
-        except _PromptCaptured as captured:
+        except PromptCaptured as captured:
             return captured.tokens
         except (ValueError, jinja2.TemplateError):
             return []
@@ -357,248 +348,6 @@ def _common_length(first: list[int], second: list[int]) -> int:
     return next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))
 
 
-class _PromptCaptured(Exception):
-    def __init__(self, tokens: list[int]) -> None:
-        super().__init__("prompt captured")
-        self.tokens = tokens
-
-
-@dataclass(frozen=True)
-class _KeptPrefixes:
-    store: PrefixStore
-    setup: dict[str, Any]  # what a kept state depends on besides its tokens (kv_state.setup_key)
-
-
-@dataclass
-class _Meter:
-    """What llama-cpp-python's streaming API does not report: token counts and the first token's time."""
-
-    prompt_tokens: int = 0
-    reused: int = 0  # prompt tokens whose KV cache was kept from the previous call or loaded from the prefix store
-    restored: int = 0  # of those, loaded from the prefix store
-    written: int = 0  # prompt tokens whose KV state was saved to the prefix store
-    sampled: int = 0
-    first_token_at: float | None = None
-    decoded: int = 0  # tokens evaluated one at a time, under the decode thread count
-    decode_thread_sum: int = 0  # that count, summed over them
-
-
-def cold_cuts(length: int, prefix: int, ubatch: int) -> list[int]:
-    """Where a cold evaluation cuts a prompt into micro-batches, up to `length`: from the start, and again
-    from the end of the prefix its configuration shares (`prefix` tokens, 0 for none), which is evaluated on
-    its own (llama-cpp-python cuts what it evaluates into micro-batches from where it starts)."""
-    return [*range(0, prefix, ubatch), *range(prefix, length + 1, ubatch)]
-
-
-def cache_to_keep(common: int, clean: int, previous_prompt: int, prompt: int, ubatch: int, prefix: int = 0,
-                  clean_prefix: int = 0) -> tuple[int, int, int]:
-    """(prompt tokens to keep from the KV cache, and the cache's `clean` positions and their `clean_prefix`
-    after this call: the cache's first `clean` tokens are as a cold evaluation of a prompt sharing
-    `clean_prefix` tokens with its configuration's other conversations leaves them).
-
-    llama.cpp's logits depend, in their last bits, on how a prompt was cut into micro-batches, so
-    keeping the longest prefix a prompt shares with the cache (llama-cpp-python's rule) would make a
-    seeded run depend on the run before it: a cold model, a resumed sweep, another question.
-    - The next step of the same conversation (this prompt extends the previous one) keeps the whole
-      common prefix: how that was evaluated follows from this conversation alone.
-    - Any other prompt keeps the cache up to a cut its own cold evaluation makes (cold_cuts, with the
-      `prefix` it shares) where the cache was cut the same way up to there, never the whole prompt, so
-      the rest is evaluated in the pieces a cold evaluation uses."""
-    if 0 < previous_prompt <= common < prompt:
-        return common, clean, clean_prefix
-    limit, keep = min(common, clean, prompt - 1), 0
-    for cut, cached in zip(cold_cuts(prompt, prefix, ubatch), cold_cuts(clean, clean_prefix, ubatch)):
-        if cut != cached or cut > limit:
-            break
-        keep = cut
-    return keep, prompt, prefix
-
-
-@functools.cache
-def _metered_llama_class() -> type:
-    """A Llama whose generate() keeps of the KV cache what cache_to_keep allows and counts
-    tokens into `self.meter` (built lazily: llama_cpp is heavy)."""
-    import llama_cpp
-    import numpy as np
-    from llama_cpp import Llama
-
-    class MeteredLlama(Llama):  # type: ignore[misc]
-        meter = _Meter()
-        clean = 0  # cache positions in line with a cold evaluation (cache_to_keep)
-        clean_prefix = 0  # the shared prefix that evaluation cut at
-        previous_prompt = 0  # tokens of the last prompt evaluated
-        kept: _KeptPrefixes | None = None  # where shared prefixes are kept across processes
-        shared_prefix: tuple[int, ...] = ()  # set for each call: the tokens its configuration's prompts share
-        capturing = False  # a call only to learn its prompt: generate() raises _PromptCaptured with it
-        decode_threads: DecodeThreads | None = None  # None: the count the context was made with, always
-
-        def set_seed(self, seed: int) -> None:
-            if not self.capturing:  # learning a prompt must not advance the unseeded generator
-                super().set_seed(seed)
-
-        def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Iterator[int]:
-            tokens = list(tokens)
-            if self.capturing:
-                raise _PromptCaptured(tokens)
-            self.meter.prompt_tokens += len(tokens)
-            prefix = self.shared_prefix
-            if not (len(prefix) < len(tokens) and tuple(tokens[: len(prefix)]) == prefix):
-                prefix = ()
-            keep, self.clean, self.clean_prefix = cache_to_keep(
-                self._common(tokens), self.clean, self.previous_prompt, len(tokens), self.context_params.n_ubatch,
-                len(prefix), self.clean_prefix)
-            self.previous_prompt = len(tokens)
-            reused = keep
-            if keep < len(prefix):  # the shared prefix on its own, as a cold evaluation takes it
-                reused, keep = self.take_prefix(prefix, keep), len(prefix)
-            # llama-cpp-python keeps the longest prefix it finds in the first n_tokens: this many.
-            self.n_tokens = keep
-            self.meter.reused += reused
-            inner = super().generate(tokens, *args, **kwargs)
-            sent = None
-            while True:
-                try:
-                    token = inner.send(sent)
-                except StopIteration:
-                    return
-                self.meter.sampled += 1
-                if self.meter.first_token_at is None:
-                    self.meter.first_token_at = time.monotonic()
-                sent = yield token
-
-        def eval(self, tokens: Any) -> None:
-            if len(tokens) == 1:  # one token: evaluated by llama.cpp's decode threads
-                threads = self.decode_threads.choose() if self.decode_threads else self.context_params.n_threads
-                if threads != self.context_params.n_threads:
-                    self.context_params.n_threads = threads
-                    llama_cpp.llama_set_n_threads(self.ctx, threads, self.context_params.n_threads_batch)
-                self.meter.decode_thread_sum += threads
-                self.meter.decoded += 1
-            super().eval(tokens)
-
-        def _common(self, tokens: list[int]) -> int:
-            """How many of these tokens the KV cache holds, from the first."""
-            previous = self.input_ids[: self.n_tokens]
-            n = min(len(previous), len(tokens))
-            same = previous[:n] == np.asarray(tokens[:n], dtype=previous.dtype)
-            return n if same.all() else int(np.argmin(same))
-
-        def holds(self, prefix: tuple[int, ...]) -> bool:
-            """Whether the cache holds the prefix as a cold evaluation would leave it."""
-            size, ubatch = len(prefix), self.context_params.n_ubatch
-            return cache_to_keep(self._common(list(prefix)), self.clean, 0, size + 1, ubatch, size,
-                                 self.clean_prefix)[0] >= size
-
-        def take_prefix(self, prefix: tuple[int, ...], keep: int) -> int:
-            """Make the KV cache hold exactly `prefix`, of which it holds the first `keep` tokens (a cut of
-            cold_cuts): loaded from the store, if there is one, and checked by evaluating its last micro-batch
-            again (a state that fails is removed), else its rest evaluated now, from there as a cold evaluation
-            cuts it, and saved there. Returns how many of its tokens were not evaluated now."""
-            key = PrefixKey(self.kept.setup, prefix) if self.kept else None
-            state = self.kept.store.load(key) if self.kept and key else None
-            if self.kept and key and state is not None:
-                last_cut = cold_cuts(len(prefix) - 1, 0, self.context_params.n_ubatch)[-1]
-                if not (refused := restore_checked(self, prefix, state, last_cut)):
-                    self.meter.restored += last_cut
-                    return last_cut
-                self.kept.store.discard(key, refused)
-                keep = 0  # the cache is empty now
-            self.n_tokens = keep
-            self.eval(list(prefix[keep:]))
-            if self.kept and key:
-                self.kept.store.save(key, sequence_state(self))
-                self.meter.written += len(prefix)
-            return keep
-
-    return MeteredLlama
-
-
-def _construct(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int = 0,
-               kv_cache: str = "auto", n_ubatch: int | None = None) -> tuple[Any, dict[str, Any]]:
-    """Load with flash attention and the KV cache type asked for (auto: q8_0 with a GPU, f16 on a CPU), then
-    with less as the build allows. `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams
-    (llama-cpp-python's prompt-lookup decoding; it keeps every position's logits): only bench/prompt_lookup.py
-    sets it, to measure it. `n_ubatch` (None: llama.cpp's 512) only for bench/kv_cache.py: on 2 cores 128 prefilled
-    0.89 x as fast at a depth of 1,000 as 512."""
-    import llama_cpp
-
-    if not path.is_file():
-        raise LLMError(f"no GGUF file at {path}")
-    gpu = bool(llama_cpp.llama_supports_gpu_offload())
-    # No count given, on a CPU: decode with the cores other work leaves idle (decode_threads), prompts with
-    # every CPU this process may use (they batch, so they scale). On a GPU llama-cpp-python's defaults.
-    governor = None
-    if n_threads is None and not gpu:
-        cpus = usable_cpus()
-        governor = DecodeThreads(cpus, cores(cpus))
-        if not governor.measured:
-            governor = None
-    base = {
-        "model_path": str(path),
-        "n_ctx": n_ctx,
-        "n_batch": min(2048, n_ctx),
-        "n_gpu_layers": -1 if gpu else 0,
-        "n_threads": governor.most if governor else n_threads,
-        "n_threads_batch": governor.cpus if governor else n_threads,
-        "verbose": False,
-        **({"n_ubatch": n_ubatch} if n_ubatch else {}),
-    }
-    if prompt_lookup:
-        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-        base["draft_model"] = LlamaPromptLookupDecoding(num_pred_tokens=prompt_lookup)
-        base["logits_all"] = True  # llama-cpp-python sizes its logits array by this flag, not by the draft model
-    q8 = llama_cpp.GGML_TYPE_Q8_0
-    q8_attempt = ({"flash_attn": True, "type_k": q8, "type_v": q8}, "q8_0")  # a quantized V cache needs flash attention
-    wanted = kv_cache_type(kv_cache)
-    attempts = [
-        *([q8_attempt] if wanted == "q8_0" else []),
-        ({"flash_attn": True}, "f16"),
-        ({"flash_attn": False}, "f16"),
-    ]
-    errors = []
-    for extra, cache_type in attempts:
-        try:
-            llama = _metered_llama_class()(**base, **extra)
-        except ValueError as exc:  # llama-cpp-python's "Failed to create llama_context"
-            if "load model" in str(exc):
-                raise LLMError(f"llama.cpp could not load {path.name}: {exc}") from exc
-            errors.append(f"{extra}: {exc}")
-            continue
-        llama.decode_threads = governor
-        runtime = {
-            "gpu_offload": gpu,
-            "flash_attn": extra["flash_attn"],
-            "kv_cache": cache_type,
-            "n_threads": llama.context_params.n_threads,
-            "n_threads_batch": llama.context_params.n_threads_batch,
-            "decode_threads": (f"the cores other work leaves idle, 1 to {governor.most}, decided each second"
-                               if governor else "fixed"),
-            "fallbacks": errors,
-            "kv_reuse": _kv_reuse_rule(llama),
-            "prompt_lookup": prompt_lookup,
-            # The same seed writes other tokens on a build with other vector kernels (their sums round
-            # differently): 418 against 274 output tokens for one question on an AVX2 and an AVX-512 build.
-            "build": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
-        }
-        return llama, runtime
-    raise LLMError(f"llama.cpp could not create a context for {path.name} (n_ctx={n_ctx}): {'; '.join(errors)}")
-
-
-def kv_cache_type(kv_cache: str) -> str:
-    """LLM_KV_CACHE's type: auto is q8_0 (half the memory) where llama.cpp offloads to a GPU, else f16."""
-    import llama_cpp
-
-    if kv_cache != "auto":
-        return kv_cache
-    return "q8_0" if llama_cpp.llama_supports_gpu_offload() else "f16"
-
-
-def _kv_reuse_rule(llama: Any) -> str:
-    return (f"across conversations, up to where a cold evaluation cuts: the shared prefix on its own, then "
-            f"{llama.context_params.n_ubatch}-token micro-batches")
-
-
 def _template_opens_think(llama: Any) -> bool:
     """Whether the chat template ends its generation prompt with <think> (Qwen3.6 with thinking on)."""
     template = llama.metadata.get("tokenizer.chat_template", "")
@@ -614,7 +363,7 @@ def _template_opens_think(llama: Any) -> bool:
     return prompt.rstrip().endswith("<think>")
 
 
-def _timings(meter: _Meter, perf: Any, started: float, ended: float) -> dict[str, float]:
+def _timings(meter: Meter, perf: Any, started: float, ended: float) -> dict[str, float]:
     """Wall-clock prefill/decode split at the first sampled token, and llama.cpp's own counters.
 
     Prefill speed counts only the prompt tokens evaluated (not those reused from the KV cache). The
