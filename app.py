@@ -11,7 +11,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
-from searchbox.llm.pool import PoolError  # noqa: E402
+from searchbox.llm.endpoints import PoolError  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.tools.sandbox import for_settings  # noqa: E402
 from searchbox.ui.app import build_app, launch_options  # noqa: E402

@@ -60,7 +60,7 @@ def measure(servers: list[int], slots: int, latency: float, engine_name: str) ->
     from testkit.small_sweep import MATRIX, QUESTIONS, base_settings
     from searchbox.evaluation.matrix import parse_matrix
     from searchbox.evaluation.sweep import ThreadEngine, run_sweep
-    from searchbox.llm.pool import Server
+    from searchbox.llm.endpoints import Server
     from searchbox.evaluation.sweep_ray import RayEngine
 
     work = Path(tempfile.mkdtemp(prefix="sweep-scaling-"))

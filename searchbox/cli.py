@@ -276,7 +276,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     from searchbox.evaluation.sweep_rows import adhoc_question, select_questions
     from searchbox.evaluation.sweep_summary import format_summary
     from searchbox.evaluation.questions import load_questions
-    from searchbox.llm.pool import parse_endpoints
+    from searchbox.llm.endpoints import parse_endpoints
     from searchbox.records.files import read_json
 
     if args.repeats < 1:

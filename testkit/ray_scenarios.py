@@ -30,7 +30,7 @@ from testkit.small_sweep import MATRIX, QUESTIONS, answer_from_content, base_set
 from searchbox.evaluation.matrix import parse_matrix
 from searchbox.evaluation.report import load_results
 from searchbox.evaluation.sweep import ThreadEngine, run_sweep
-from searchbox.llm.pool import Server
+from searchbox.llm.endpoints import Server
 from searchbox.evaluation.sweep_ray import RayEngine
 from searchbox.records.files import read_jsonl
 

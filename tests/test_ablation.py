@@ -27,7 +27,7 @@ from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
 from searchbox.cli import main as cli_main
 from searchbox.evaluation.sweep import SweepStatus, run_sweep
-from searchbox.llm.pool import PoolError, Server, endpoint_answers, parse_endpoints
+from searchbox.llm.endpoints import PoolError, Server, endpoint_answers, parse_endpoints
 from searchbox.evaluation.sweep_rows import first_seed, select_questions
 from searchbox.evaluation.sweep_summary import summarize
 from searchbox.evaluation.report import load_results, summary_table

@@ -30,7 +30,7 @@ from searchbox.agent.run import run_job
 from searchbox.jobs.scheduler import RunFn, Scheduler, pool_servers
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.llm.clients.openai_client import OpenAIClient
-from searchbox.llm.pool import PoolError, Server
+from searchbox.llm.endpoints import PoolError, Server
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.records.job_folder import JobFolder

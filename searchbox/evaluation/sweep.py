@@ -34,7 +34,7 @@ one again is checked against them.
 Engines (docs/sweeps.md): `thread` runs every cell in this process, `ray` each cell as one task on a
 Ray cluster (evaluation/sweep_ray.py); either way this driver alone writes the sweep folder, so the
 two give the same rows, and resume, report and the Compare tab do not know which ran. The driver
-hands each run a slot of a server (llm/pool.py, the pool the app's scheduler uses too) and keeps the count, so no server gets
+hands each run a slot of a server (jobs/pool.py, the pool the app's scheduler uses too) and keeps the count, so no server gets
 more runs than its slots. A run that stopped on model errors at a server that no longer answers is
 not a result: the server leaves the pool and the cell runs again on another. A cell whose machine
 went away (CellLost) runs again too, at most MAX_LOSSES times. Ctrl-C asks the running runs to stop
@@ -69,7 +69,8 @@ from searchbox.evaluation.sweep_rows import Placement, Question, build_row, firs
 from searchbox.evaluation.sweep_summary import summarize
 from searchbox.jobs.job import create_job, stop_reason_of
 from searchbox.jobs.scheduler import RunFn
-from searchbox.llm.pool import Pool, PoolError, Server, Slot
+from searchbox.jobs.pool import Pool, Slot
+from searchbox.llm.endpoints import PoolError, Server
 from searchbox.llm.types import ChatModel
 from searchbox.records.removal import remove_job_folder
 from searchbox.records.files import append_jsonl, read_json, read_jsonl, write_json, write_text_atomic

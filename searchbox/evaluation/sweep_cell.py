@@ -12,7 +12,7 @@ from typing import Protocol
 from searchbox.agent.control import RunControl
 from searchbox.jobs.job import stop_reason_of
 from searchbox.jobs.scheduler import RunFn
-from searchbox.llm.pool import Server, endpoint_answers
+from searchbox.llm.endpoints import Server, endpoint_answers
 from searchbox.settings import Settings
 
 ERROR_LLM = "error_llm"  # the loop's stop after the client's own retries are spent

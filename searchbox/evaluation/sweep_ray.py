@@ -45,7 +45,7 @@ from searchbox.agent.run import connect_and_run
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.records.removal import remove_job_folder
 from searchbox.evaluation.sweep_cell import CellLost, CellOutcome, Dispatch, run_cell
-from searchbox.llm.pool import Server
+from searchbox.llm.endpoints import Server
 from searchbox.jobs.bundle import FILE_MAX_BYTES
 from searchbox.jobs.scheduler import RunFn
 from searchbox.records.job_folder import DATAROOM_NAME, JobFolder

@@ -1,7 +1,8 @@
 """The scheduler (design §3.1): visitors' runs over the slots of a pool of model servers.
 
 The slots: SEARCHBOX_ENDPOINTS names the servers and their slots as `ablate --endpoints` does (the same
-pool, llm/pool.py); without it the app's own model (LLAMA_URL, else the built-in runtime) is one slot.
+pool: llm/endpoints.py reads it, jobs/pool.py counts its free slots); without it the app's own model
+(LLAMA_URL, else the built-in runtime) is one slot.
 A run holds one slot while it runs; a run on a pool server talks to that server, whatever LLAMA_URL
 says (a run that names an endpoint of its own keeps it, and still takes a slot). job.json lists every
 slot a job ran on (`placements`).
@@ -44,7 +45,8 @@ from typing import Literal
 
 from searchbox.agent.control import RunControl, StopRequest
 from searchbox.jobs.store import JobRecord, JobStore
-from searchbox.llm.pool import Pool, Server, Slot, endpoint_answers, pool_servers
+from searchbox.jobs.pool import Pool, Slot
+from searchbox.llm.endpoints import Server, endpoint_answers, pool_servers
 from searchbox.records.events import DONE_REASONS, Event, Listener
 from searchbox.settings import Settings, without_userinfo
 

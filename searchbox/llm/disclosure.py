@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from searchbox.llm.pool import PoolError, pool_servers
+from searchbox.llm.endpoints import PoolError, pool_servers
 from searchbox.settings import Settings, endpoint_forms
 
 MODEL_SERVER = "the model server"

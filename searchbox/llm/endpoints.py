@@ -1,14 +1,12 @@
-"""A pool of OpenAI-compatible model servers, each with its parallel slots: which slot is free, which
-server answers. Sweeps (`ablate --endpoints`) and the app's scheduler (`SEARCHBOX_ENDPOINTS`) share it.
+"""The model servers a pool names: OpenAI-compatible endpoints, each with its parallel slots. Sweeps
+(`ablate --endpoints`) and the app's scheduler (`SEARCHBOX_ENDPOINTS`) read them here, and what a visitor may
+see of them (disclosure) names a server by its place here.
 
 `http://a:8080/v1=4,http://b:8080/v1` names two servers, the first with four slots (run llama-server
 with `--parallel 4`), the second with one; `@pool.txt` reads the same from a file, one `url[=slots]` a
 line (`#` starts a comment). With no pool, runs use one `Server(None)`: each run's own model (its
-LLAMA_URL, else the built-in llama.cpp runtime, which holds one model: one slot).
-
-Whoever hands out the runs keeps the count: a run takes a slot before it starts and gives it back when
-it ends, so no server ever has more runs in flight than its slots. A server that stops answering is
-dropped (its runs go to the others) and may be restored once it answers again.
+LLAMA_URL, else the built-in llama.cpp runtime, which holds one model: one slot). Which slot is free is
+jobs/pool.py's; whether a server answers, `endpoint_answers`.
 """
 
 from __future__ import annotations
@@ -43,14 +41,6 @@ class Server:
         if self.url is not None:
             return self.url
         return "default model" if self.node is None else f"built-in@{self.node[:8]}"
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One of a server's parallel slots, numbered from 1."""
-
-    server: Server
-    number: int
 
 
 def parse_endpoints(spec: str) -> list[Server]:
@@ -97,55 +87,6 @@ def _checked(item: str, url: str, slots: int) -> Server:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise PoolError(f"{item!r}: not an http(s) URL of an OpenAI-compatible server (e.g. http://gpu1:8080/v1=4)")
     return Server(url, slots)
-
-
-class Pool:
-    """Free slots per server; servers dropped for not answering get no more runs until restored."""
-
-    def __init__(self, servers: list[Server]) -> None:
-        self.servers = list(servers)  # the live ones, in pool order
-        self.dropped: list[Server] = []
-        self._order = list(servers)  # where a restored server goes back
-        self._taken: dict[Server, set[int]] = {}
-
-    def take(self) -> Slot | None:
-        """A slot of the live server with the most free slots (ties: pool order), now taken; None when full."""
-        free = [(self.free(s), -n, s) for n, s in enumerate(self.servers) if self.free(s) > 0]
-        if not free:
-            return None
-        server = max(free, key=lambda f: f[:2])[2]
-        taken = self._taken.setdefault(server, set())
-        number = min(set(range(1, server.slots + 1)) - taken)
-        taken.add(number)
-        return Slot(server, number)
-
-    def give_back(self, slot: Slot) -> None:
-        self._taken.get(slot.server, set()).discard(slot.number)
-
-    def in_use(self, server: Server) -> int:
-        return len(self._taken.get(server, ()))
-
-    def free(self, server: Server) -> int:
-        return server.slots - self.in_use(server)
-
-    def number(self, server: Server) -> int:
-        """The server's place in the pool as it was given, from 1 (a name for it that shows no URL)."""
-        return self._order.index(server) + 1
-
-    def drop(self, server: Server) -> None:
-        if server in self.servers:
-            self.servers.remove(server)
-            self.dropped.append(server)
-
-    def restore(self, server: Server) -> None:
-        """A dropped server answers again: back into the pool, in its place."""
-        if server in self.dropped:
-            self.dropped.remove(server)
-            self.servers = [s for s in self._order if s in self.servers or s == server]
-
-    @property
-    def slots(self) -> int:
-        return sum(s.slots for s in self.servers)
 
 
 def endpoint_answers(url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
