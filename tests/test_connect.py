@@ -16,6 +16,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from searchbox.agent.assists.evidence import SMALL_MODEL_ASSIST_EVIDENCE
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.choice.connect import connect_for_run
@@ -24,7 +25,7 @@ from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B, Part
 from searchbox.llm.choice.cpu_speed import CpuSpeed
 from searchbox.llm.llamacpp.speed import Speed
-from searchbox.llm.choice.presets import PRESETS, SMALL_MODEL_ASSIST_EVIDENCE, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
+from searchbox.llm.choice.presets import PRESETS, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
 from searchbox.settings import Settings, SettingsError, knob_docs

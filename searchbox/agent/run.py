@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from searchbox.agent.assists.evidence import SMALL_MODEL_ASSIST_EVIDENCE
 from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
 from searchbox.records.events import EventBus, Listener, Notice, Stop
@@ -21,7 +22,7 @@ from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
-from searchbox.llm.choice.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
+from searchbox.llm.choice.presets import AutoPick
 from searchbox.llm.support_judge import configured_judge
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
@@ -36,8 +37,8 @@ if TYPE_CHECKING:
 
 
 def preset_assists(settings: Settings) -> dict[str, Any]:
-    """Why each assist a small model's preset turned on is on (the evidence in llm/presets.py), when the preset
-    chose them."""
+    """Why each assist a small model's preset turned on is on (the evidence in agent/assists/evidence.py), when
+    the preset chose them."""
     if "HARNESS_ASSISTS" not in settings.derived_config():
         return {}
     return {"preset_assists": {name: SMALL_MODEL_ASSIST_EVIDENCE.get(name, "") for name in settings.assists}}

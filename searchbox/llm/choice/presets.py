@@ -15,23 +15,15 @@ from dataclasses import dataclass
 
 from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
 from searchbox.llm.choice.cpu_speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
-from searchbox.settings import ASSIST_NAMES, Settings
+from searchbox.settings import Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.
 LIMIT_KNOBS = ("context_window", "max_output_tokens", "max_steps_per_turn", "harness_assists", "tool_output_bytes",
                "tool_descriptions")
 
-# The assists a small model's preset turns on: only those whose benefit an ablation showed, each with why
-# (each assist alone at three seeds, ten literal questions, packaged 1.5B: docs/findings/2026-12-02-minimal-loop-
-# vs-assists.md; minimal loop 0.17). The others stay off: source_hint alone scored 0.15 and its words were
-# read as the answer (issue 31); force_tool_steps (0.55, p = 0.070) adds nothing the forced first call lacks;
-# empty_reply, repeat_guard and wrap_up never acted in the 30 minimal runs.
-SMALL_MODEL_ASSIST_EVIDENCE = {
-    "forced_tool": "alone 0.65 [0.35, 0.86] against the minimal loop's 0.17; 7 questions up, none down, p = 0.016",
-    "ask_sources": "answers citing: 24 of 30 alone against 10 of 30 in the minimal loop (accuracy unchanged, 0.18)",
-    "keep_answer": "ask_sources' companion: keeps the answer when the reply to a request for sources drops it",
-}
-SMALL_MODEL_ASSISTS = ",".join(name for name in ASSIST_NAMES if name in SMALL_MODEL_ASSIST_EVIDENCE)
+# The assists a small model's preset turns on, in ASSIST_NAMES order: only those an ablation showed to help. The
+# evidence for each, which a run records (preset_assists), is the agent's: agent/assists/evidence.py.
+SMALL_MODEL_ASSISTS = "forced_tool,ask_sources,keep_answer"
 
 
 @dataclass(frozen=True)
