@@ -4,6 +4,11 @@
     for event in model.stream(messages, tools, max_tokens=2048):
         ...                              # "text" / "reasoning" / "tool_call" / "retry" deltas
     response = event.response            # the last event ("done") carries the ChatResponse
+
+Here: the interface (types, errors), what a visitor may see of a model server (disclosure), the pool's servers
+(endpoints) and a model served on loopback (serve). One package a job: choice/ (which model a run gets),
+llamacpp/ (the built-in runtime), clients/ (the endpoint client and stream assembly), grammars/, weights/ (where
+a GGUF comes from), dialects/ (tool calls written as text); pyproject.toml layers them in that order.
 """
 
 from searchbox.llm.choice.connect import connect
