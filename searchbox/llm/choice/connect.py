@@ -18,15 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchbox.llm.choice.cpu_speed import cpu_speed
+from searchbox.llm.choice.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
+from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
-from searchbox.llm.weights.gguf import Progress, resolve_gguf
 from searchbox.llm.llamacpp.model import load_llamacpp
 from searchbox.llm.llamacpp.prefix_store import PrefixStore
-from searchbox.llm.clients.openai_client import OpenAIClient
-from searchbox.llm.choice.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
-from searchbox.llm.choice.cpu_speed import cpu_speed
 from searchbox.llm.types import ChatModel
+from searchbox.llm.weights.gguf import Progress, resolve_gguf
 from searchbox.settings import Settings
 
 log = logging.getLogger(__name__)

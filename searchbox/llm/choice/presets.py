@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
 from searchbox.llm.choice.cpu_speed import TYPICAL_OUTPUT_TOKENS, CpuSpeed
+from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, PACKAGED_QWEN_05B, PACKAGED_QWEN_15B
 from searchbox.settings import Settings
 
 # The knobs a preset fits to its model; each is also a field of Preset.

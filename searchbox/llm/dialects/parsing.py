@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from searchbox.llm.dialects.call_objects import call_from_object, new_call_id
 from searchbox.llm.dialects.jsonfix import loads_lenient
-from searchbox.llm.types import Tool, ToolCall, dump_arguments
 from searchbox.llm.dialects.written_calls import FENCE, holds_only_calls, written_calls
+from searchbox.llm.types import Tool, ToolCall, dump_arguments
 
 ToolCallParsing = Literal["strict", "lenient"]
 PARSING_MODES: tuple[ToolCallParsing, ...] = ("strict", "lenient")
