@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.cli.main import parse_overrides  # noqa: E402
+from searchbox.cli.options import parse_overrides  # noqa: E402
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
