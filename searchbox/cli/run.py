@@ -29,13 +29,13 @@ def add_to(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """A one-shot run: the question over the dataroom, records and ANSWER.md in --out."""
+    """A one-shot run: the question over the dataroom, records and ANSWER.md in --out. The job is laid out and
+    run as the app and sweeps do it (create_job, then connect_and_run); the progress printer is the run's listener."""
     import time
 
     from searchbox.agent.pi.install import pi_problem
-    from searchbox.agent.run import run_job
+    from searchbox.agent.run import connect_and_run
     from searchbox.jobs.job import create_job
-    from searchbox.llm.connect import connect_for_run
     from searchbox.progress import ProgressPrinter
 
     overrides = parse_overrides(args.set)
@@ -43,22 +43,16 @@ def run(args: argparse.Namespace) -> int:
     if args.force_budget:
         overrides["force_budget"] = True
     settings = Settings.resolve(**overrides)
-    if settings.harness == "pi" and (problem := pi_problem()):  # at once, not after loading the model
+    if settings.harness == "pi" and (problem := pi_problem()):  # at once, before a job folder exists
         print(f"error: {problem}", file=sys.stderr)
         return 2
     job_dir = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     source = Path(args.dataroom) if args.dataroom else BUILTIN_DATAROOM
     create_job(job_dir, args.question, source, settings)
     print(f"job folder: {job_dir}")
-    printer = ProgressPrinter(sys.stdout, stream_text=args.stream)
-    connection = connect_for_run(settings, on_note=lambda note: print(f"note: {note}"))
-    model, settings = connection.model, connection.settings  # limits fitted to the model that runs
     control = RunControl()
-    try:
-        with ctrl_c_stops(control):
-            reason = run_job(job_dir, settings, model, [printer], control, connection.auto)
-    finally:
-        model.close()
+    with ctrl_c_stops(control):
+        reason = connect_and_run(job_dir, settings, control, [ProgressPrinter(sys.stdout, stream_text=args.stream)])
     return 0 if summarize_run(job_dir, reason, settings.turn_budget) else 1
 
 
