@@ -1,5 +1,6 @@
 """One run of a job, start or resume: the workspace, the tools, the records and the loop wired
-together. The CLI and the app both start runs through `run_job`."""
+together. The app's scheduler, sweeps and `python -m searchbox run` all start a run through
+`connect_and_run`; `run_job` runs one with a model already at hand."""
 
 from __future__ import annotations
 
@@ -138,7 +139,8 @@ def make_loop(job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunT
 
 
 def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
-    """What the scheduler runs: boot (or reuse) the model, saying so on the run's event stream, then run.
+    """What every run goes through (the app's scheduler, sweeps, the CLI): boot (or reuse) the model, saying so
+    on the run's event stream, then run.
 
     The llama.cpp runtime keeps one loaded model per GGUF and context size, so later runs reuse it.
     """
