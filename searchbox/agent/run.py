@@ -14,12 +14,13 @@ from urllib.parse import urlsplit
 from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
 from searchbox.records.events import EventBus, Listener, Notice, Stop
-from searchbox.agent.loop import AgentLoop
+from searchbox.agent.native import NativeDriver
 from searchbox.agent.pi.install import pi_problem
-from searchbox.agent.pi.loop import PiLoop
+from searchbox.agent.pi.driver import PiDriver
 from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
+from searchbox.agent.turns import TurnMachine
 from searchbox.llm.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.presets import SMALL_MODEL_ASSIST_EVIDENCE, AutoPick
@@ -131,11 +132,10 @@ def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> Ke
 
 
 def make_loop(job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
-              control: RunControl) -> AgentLoop | PiLoop:
-    """The harness HARNESS names, behind one interface: `run(question)` returns the stop reason."""
-    if settings.harness == "pi":
-        return PiLoop(job_dir, settings, model, toolbox, bus, control)
-    return AgentLoop(job_dir, settings, model, toolbox, bus, control)
+              control: RunControl) -> TurnMachine:
+    """The turn machine, its turns driven by the harness HARNESS names: `run(question)` returns the stop reason."""
+    return TurnMachine(job_dir, settings, model, toolbox, bus, control,
+                       PiDriver if settings.harness == "pi" else NativeDriver)
 
 
 def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
