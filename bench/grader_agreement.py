@@ -132,7 +132,7 @@ def judge(rows: list[Row], questions: dict[str, dict], overrides: list[str], url
     """The judge's verdict on each answer (evaluation/judge.py, the prompt `--judge` uses) against the labels'."""
     import time
 
-    from searchbox.cli import parse_overrides
+    from searchbox.cli.options import parse_overrides
     from searchbox.evaluation.judge import judge_answer
     from searchbox.llm.choice.connect import connect
     from searchbox.settings import Settings

@@ -27,12 +27,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchbox.cli import parse_overrides  # noqa: E402
+from searchbox.cli.options import parse_overrides  # noqa: E402
 from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.tools.registry import REGISTRY  # noqa: E402
+from searchbox.workspace import Workspace  # noqa: E402
 
 
 def logged_queries(runs: Path, by_text: dict[str, dict]) -> list[tuple[dict, str]]:
@@ -82,7 +83,9 @@ def main() -> None:
         for limit in args.bytes:
             settings = Settings.resolve({}, **{"retrieval_preset": "packaged", "tool_output_bytes": limit,
                                                **parse_overrides(args.set)})
-            workspace = create_job(Path(tmp) / f"job-{limit}", questions[0]["question"], args.dataroom, settings)
+            job_dir = Path(tmp) / f"job-{limit}"
+            create_job(job_dir, questions[0]["question"], args.dataroom, settings)
+            workspace = Workspace.open(job_dir, settings)
             totals: dict[str, list[int]] = {}
             for question, query, kind in cases:
                 done = REGISTRY["search_dataroom"].run(workspace.tool_context(), {"query": query, "k": args.k})

@@ -31,7 +31,7 @@ from searchbox.assets import (  # noqa: E402
     PYDOCS_DATAROOM,
     PYDOCS_QUESTIONS,
 )
-from searchbox.cli import parse_overrides  # noqa: E402
+from searchbox.cli.options import parse_overrides  # noqa: E402
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
 from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, recall_at  # noqa: E402

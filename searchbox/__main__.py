@@ -1,5 +1,5 @@
 import sys
 
-from searchbox.cli import main
+from searchbox.cli.main import main
 
 sys.exit(main())

@@ -105,7 +105,7 @@ class Attack:
 
 def surfaces(job: Path) -> dict[str, bytes]:
     """Everything of the run a visitor or an operator is shown or handed, by name."""
-    from searchbox.cli import summarize_run  # the CLI's own summary lines
+    from searchbox.cli.run import summarize_run  # the CLI's own summary lines
     from searchbox.evaluation.scoring import score_run
     from searchbox.ui.panels import read_answer
 

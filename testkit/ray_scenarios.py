@@ -12,6 +12,7 @@ interrupt_resume  Ctrl-C (SIGINT) on the driver mid-sweep, then a new driver on 
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import sys
@@ -24,7 +25,7 @@ from typing import Any
 import ray
 from ray.cluster_utils import Cluster
 
-from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from testkit.small_room import SMALL_DATAROOM, write_tree
 from testkit.small_sweep import MATRIX, QUESTIONS, answer_from_content, base_settings
 from searchbox.evaluation.matrix import parse_matrix
@@ -102,12 +103,22 @@ def node_kill(folder: Path, cluster: Cluster, nodes: list[Any], servers: list[Sc
 def server_dies(folder: Path, cluster: Cluster, nodes: list[Any], servers: list[ScriptedEndpoint]) -> dict[str, Any]:
     engine = RayEngine(cluster.address)
     dead = servers[1].url
+    requests = itertools.count(1)
+    answer = servers[1].default
 
-    def stop_second(row: dict[str, Any], done: int, total: int) -> None:
-        if done == 1:
-            servers[1].stop()
+    def dies_at_its_third_request(body: dict[str, Any]) -> Reply | Fault:
+        # The second server's first two runs each still need their answering request when its third request
+        # arrives, so a run surely loses its server mid-run (stopping it after a finished row did not: both
+        # its runs could be past their last request, and nothing then needed it).
+        n = next(requests)  # atomic: handlers run on threads of their own
+        if n < 3:
+            return answer(body)
+        if n == 3:
+            threading.Thread(target=servers[1].stop, daemon=True).start()
+        return Fault.refuse()
 
-    rows = sweep(folder / "ray", engine, servers, progress=stop_second, llm_attempts=2, llm_timeout_seconds=5)
+    servers[1].default = dies_at_its_third_request
+    rows = sweep(folder / "ray", engine, servers, llm_attempts=2, llm_timeout_seconds=5)
     sweep_meta = json.loads((folder / "ray" / "sweep.json").read_text())
     return {"rows": keys(rows), "dead": dead, "endpoints": [r["endpoint"] for r in rows],
             "stops": [r["stop_reason"] for r in rows], "dropped": sweep_meta.get("dropped_servers")}

@@ -25,7 +25,7 @@ from testkit.small_sweep import MATRIX, QUESTIONS, answer_from_content, base_set
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Event, Listener
 from searchbox.agent.run import connect_and_run
-from searchbox.cli import main as cli_main
+from searchbox.cli.main import main as cli_main
 from searchbox.evaluation.sweep import SweepStatus, run_sweep
 from searchbox.llm.endpoints import PoolError, Server, endpoint_answers, parse_endpoints
 from searchbox.evaluation.sweep_rows import first_seed, select_questions

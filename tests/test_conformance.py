@@ -16,7 +16,7 @@ import pytest
 from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.assists.wrap_up import WRAP_UP
 from searchbox.agent.prompts import HARNESS
-from searchbox.cli import main
+from searchbox.cli.main import main
 from searchbox.evaluation.conformance import ModelReport, check_models, run_probes
 from searchbox.evaluation.probes import Situation, build_situations, load_probes
 from searchbox.llm.clients.openai_client import OpenAIClient

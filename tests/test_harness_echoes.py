@@ -16,7 +16,7 @@ from searchbox.agent.session import Session
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.scoring import score_run
 from searchbox.jobs.job import create_job
-from searchbox.cli import summarize_run
+from searchbox.cli.run import summarize_run
 from searchbox.jobs.bundle import answer_download
 from searchbox.records.echoes import LEFT_OUT, HarnessMessage, find_echoes
 from searchbox.records.files import read_json

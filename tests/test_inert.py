@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox import inert
-from searchbox.cli import main
+from searchbox.cli.main import main
 from searchbox.evaluation.report import report_figures, results_frame
 from searchbox.jobs.store import JobRecord
 from searchbox.records.events import Notice, StepEnd, StepStart, ToolEnd, ToolStart

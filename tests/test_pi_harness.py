@@ -22,6 +22,7 @@ import pytest
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from searchbox.agent.assists import Assists
 from searchbox.agent.control import RunControl
 from searchbox.agent.pi import install
 from searchbox.agent.pi.config import PiPaths, pi_env
@@ -33,7 +34,7 @@ from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.llm.serve import ModelServer
 from searchbox.llm.types import ChatModel, ChatResponse, StreamEvent, Usage
-from searchbox.records.events import Event, Notice, ToolStart, read_events
+from searchbox.records.events import Event, Notice, StepEnd, ToolStart, read_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import choose
@@ -219,6 +220,42 @@ def test_pause_aborts_pi_and_cuts_the_running_tool_and_resume_continues_its_sess
     assert QUESTION in str(last[1]["content"]) and CONTINUE in str(last[-1]["content"])
     assert len(list((job / "pi" / "sessions").glob("*.jsonl"))) == 1
     assert (job / "work" / "ANSWER.md").read_text(encoding="utf-8").startswith("Resumed after 1 tool result")
+
+
+class _Killed(Exception):
+    """The app died here: no stop event, nothing recorded after it."""
+
+
+@needs_pi
+@pytest.mark.slow
+def test_a_pi_run_killed_after_its_last_response_ends_that_turn_on_resume_without_prompting_pi(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The turn machine resumes Pi as it resumes the native loop (agent/turns.py): the turn's work is done, so
+    it is ended, its backstop going through the assists' hook, and never run again."""
+    finals: list[str] = []
+    hook = Assists.answer
+    monkeypatch.setattr(Assists, "answer", lambda self, run, final: finals.append(final) or hook(self, run, final))
+
+    def die_at_the_answer(event: Event) -> None:
+        if isinstance(event, StepEnd) and not event.tool_calls:
+            raise _Killed
+
+    with ScriptedEndpoint(default=_researcher) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted",
+                             searchbox_tools="search_dataroom")
+        job = _job(tmp_path, "killed", settings)
+        client = OpenAIClient(endpoint.url, "scripted", max_attempts=1)
+        with pytest.raises(_Killed):
+            run_job(job, settings, client, [die_at_the_answer])
+        asked = len(endpoint.requests)
+        assert not read_jsonl(job / "turns.jsonl") and not (job / "work" / "ANSWER.md").exists()
+        assert run_job(job, settings, client) == "first_turn_done"
+        client.close()
+    assert len(endpoint.requests) == asked == 3, "the resumed run prompted Pi again"
+    assert finals == ["The office lease runs until 31 March 2029 [s1]."]
+    assert (job / "work" / "ANSWER.md").read_text(encoding="utf-8").strip() == finals[0]
+    assert [row["turn"] for row in read_jsonl(job / "turns.jsonl")] == [1]
+    assert [e.turn for e in read_events(job / "events.jsonl") if e.type == "turn_start"] == [1]
 
 
 @needs_pi

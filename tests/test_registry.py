@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from searchbox.agent.toolbox import RunToolbox
-from searchbox.cli import main
+from searchbox.cli.main import main
 from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.settings import Settings
 from searchbox.tools.arguments import ToolArgumentError

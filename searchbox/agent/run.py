@@ -1,5 +1,6 @@
 """One run of a job, start or resume: the workspace, the tools, the records and the loop wired
-together. The CLI and the app both start runs through `run_job`."""
+together. The app's scheduler, sweeps and `python -m searchbox run` all start a run through
+`connect_and_run`; `run_job` runs one with a model already at hand."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from searchbox.agent.assists.evidence import SMALL_MODEL_ASSIST_EVIDENCE
 from searchbox.agent.control import RunControl
 from searchbox.agent.harness import harness_record
 from searchbox.records.events import EventBus, Listener, Notice, Stop
-from searchbox.agent.loop import AgentLoop
+from searchbox.agent.native import NativeDriver
 from searchbox.agent.pi.install import pi_problem
-from searchbox.agent.pi.loop import PiLoop
+from searchbox.agent.pi.driver import PiDriver
 from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
+from searchbox.agent.turns import TurnMachine
 from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.choice.presets import AutoPick
@@ -131,15 +133,15 @@ def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> Ke
 
 
 def make_loop(job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
-              control: RunControl) -> AgentLoop | PiLoop:
-    """The harness HARNESS names, behind one interface: `run(question)` returns the stop reason."""
-    if settings.harness == "pi":
-        return PiLoop(job_dir, settings, model, toolbox, bus, control)
-    return AgentLoop(job_dir, settings, model, toolbox, bus, control)
+              control: RunControl) -> TurnMachine:
+    """The turn machine, its turns driven by the harness HARNESS names: `run(question)` returns the stop reason."""
+    return TurnMachine(job_dir, settings, model, toolbox, bus, control,
+                       PiDriver if settings.harness == "pi" else NativeDriver)
 
 
 def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, listeners: list[Listener]) -> str:
-    """What the scheduler runs: boot (or reuse) the model, saying so on the run's event stream, then run.
+    """What every run goes through (the app's scheduler, sweeps, the CLI): boot (or reuse) the model, saying so
+    on the run's event stream, then run.
 
     The llama.cpp runtime keeps one loaded model per GGUF and context size, so later runs reuse it.
     """

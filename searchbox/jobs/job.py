@@ -1,5 +1,5 @@
 """A new job (design §2.2): the dataroom installed read-only under work/, the inputs beside it (the
-layout is records.job_folder's)."""
+layout is records.job_folder's). Only the folder: the run builds the job's workspace when it starts."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import zipfile
 from pathlib import Path
 
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.dataroom.work_dir import prepare_work_dir
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.tree import walk
 from searchbox.settings import Settings
-from searchbox.workspace import Workspace
 
 
-def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -> Workspace:
+def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -> None:
     """Lay out a new job. A refused dataroom raises DataroomError after recording error_dataroom."""
     if not question.strip():
         raise ValueError("the question is empty")
@@ -25,13 +25,12 @@ def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -
     folder.write_question(question)
     folder.write_config(settings.as_config())
     try:
-        workspace = Workspace.create(job_dir, source, settings)
+        prepare_work_dir(job_dir, source)
     except DataroomError as exc:
         folder.write_meta({"stop_reason": "error_dataroom", "done": False, "error": str(exc), "turns": 0,
                            "config": settings.as_config()})
         raise
     _keep_input(source, folder.input_zip)
-    return workspace
 
 
 def _keep_input(source: Path, target: Path) -> None:

@@ -1,15 +1,15 @@
-"""HARNESS=pi: one run of the Pi coding agent in RPC mode, behind the native loop's interface
-(`run(question) -> stop reason`) and with its records (issue 23).
+"""HARNESS=pi: how the Pi coding agent in RPC mode drives a turn (issue 23) for the turn machine
+(agent/turns.py), which owns everything around the turns, as it does for the native harness.
 
-Pi runs its own loop and compaction, untouched. Searchbox appends its task block to Pi's system prompt,
-sends the question once, and counts turns: a turn is Pi's agent_start ... agent_end, a step is one of
-Pi's turns (one assistant message and its tool calls). With force-budget on, each idle Pi gets a bare
-`Continue.` while the budget is unspent. Pause, Stop, preemption and the time limits abort Pi, and the
-tool running then is cut through the run's cancel token; TURN_TIMEOUT_SECONDS and MAX_STEPS_PER_TURN end
-the turn that way and the run goes on. A resumed run continues Pi's session file.
-Every tool Pi calls runs here, in this thread, through the run's Toolbox (tool_server.py), so sources,
-ledger ids, events and records come from the same code as a native run's. Pi's events become
-searchbox's typed events; token totals are summed from Pi's session file.
+Pi runs its own loop and compaction, untouched. Searchbox appends its task block to Pi's system prompt;
+each turn's opening message (the question, then `Continue.`) is a prompt to the idle Pi, and the turn is
+Pi's agent_start ... agent_end; a step is one of Pi's turns (one assistant message and its tool calls).
+Pause, Stop, preemption and the time limits abort Pi, and the tool running then is cut through the run's
+cancel token; TURN_TIMEOUT_SECONDS and MAX_STEPS_PER_TURN end the turn that way and the run goes on. A
+resumed run continues Pi's session file.
+Every tool Pi calls runs here, in this thread, through the turn machine and the run's Toolbox
+(tool_server.py), so sources, ledger ids, events and records come from the same code as a native run's.
+Pi's events become searchbox's typed events; token totals are summed from Pi's session file.
 """
 
 from __future__ import annotations
@@ -21,30 +21,24 @@ import os
 import queue
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from searchbox.agent.answered import settled_stop
-from searchbox.agent.control import RunControl
-from searchbox.llm.disclosure import hidden, operator_details
 from searchbox.agent.pi.config import (PiPaths, base_url, llm_problem, pi_argv, pi_env, relayed, url_problem,
                                        write_agent_dir)
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.rpc import Line, PiExited, PiProcess
 from searchbox.agent.pi.tool_server import Reply, Request, ToolServer
 from searchbox.agent.prompts import CONTINUE, prompt_day, task_block
-from searchbox.agent.session import Session
-from searchbox.agent.toolbox import RunToolbox
+from searchbox.agent.turns import RunOver, TurnMachine
+from searchbox.llm.disclosure import hidden, operator_details
 from searchbox.llm.serve import ModelServer
-from searchbox.llm.types import ChatModel
-from searchbox.records.events import (DONE_REASONS, PREVIEW_CHARS, Compaction, Delta, EventBus, Notice, RunStart,
-                                      StepEnd, StepStart, Stop, ToolEnd, ToolStart, TURN_ENDERS, TurnEnd, TurnStart, turn_ended)
+from searchbox.llm.types import ToolCall
+from searchbox.records.events import TURN_ENDERS, Compaction, Delta, Notice, StepEnd, StepStart
 from searchbox.records.files import read_jsonl
-from searchbox.records.job_folder import JobFolder
-from searchbox.settings import Settings
-from searchbox.tools.gist import first_line
-from searchbox.agent.backstop import backstop_answer
 from searchbox.tools.registry import CATALOG_PATH
+from searchbox.tools.tool import ToolResult
 
 # How long a tool call may wait for the end of the response that made it before it runs anyway. Pi writes
 # that message_end to stdout before it calls the tool over the socket, so the wait is only how late the
@@ -55,31 +49,19 @@ _ABORT_WAIT_S = 15.0
 _START_WAIT_S = 90.0
 
 
-class _RunOver(Exception):
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.detail = detail
+class PiDriver:
+    # Pi's RPC takes no command that goes on from its session as it stands (each of its agent runs starts
+    # from a prompt), so a turn the run stopped in is reopened with `Continue.`.
+    resume_message: str | None = CONTINUE
 
-
-class PiLoop:
-    def __init__(self, job_dir: Path, settings: Settings, model: ChatModel, toolbox: RunToolbox, bus: EventBus,
-                 control: RunControl | None = None) -> None:
+    def __init__(self, machine: TurnMachine) -> None:
+        self.machine = machine
+        self.settings = machine.settings
+        self.session = machine.session  # Pi's messages, as searchbox's transcript keeps them
+        self.bus = machine.bus
         # Pi runs in work/: every path handed to it (socket, agent folder, sessions) must be absolute
         # (`searchbox run` with no --out makes a relative job folder). abspath, not resolve: no link followed.
-        job_dir = Path(os.path.abspath(job_dir))
-        self.folder = JobFolder(job_dir)
-        self.paths = PiPaths(job_dir / "pi")
-        self.settings = settings
-        self.model = model
-        self.toolbox = toolbox
-        self.bus = bus
-        self.control = control or RunControl()
-        self.session = Session.load(self.folder.session)  # Pi's messages, as searchbox's transcript keeps them
-        self.turn = len(self.folder.read_turns())
-        self.step = self.session.responses()
-        self.tool_calls = self.session.tool_results()
-        self.started = time.monotonic()
+        self.paths = PiPaths(Path(os.path.abspath(machine.folder.root)) / "pi")
         self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.pi: PiProcess | None = None
         self.pi_session: Path | None = None
@@ -95,37 +77,30 @@ class PiLoop:
         # What the served model wrote that its parser read as nothing, from the server's thread: it belongs to
         # the next assistant message Pi ends (one request at a time). An endpoint Pi talks to directly tells none.
         self._unread: queue.Queue[str] = queue.Queue()
-        self._turn_deadline = float("inf")
         self._steps_in_turn = 0
+
+    def public(self, detail: str) -> str:
+        return hidden(detail, operator_details(self.settings))  # Pi's errors and stderr may name its endpoint
 
     # -- the run --------------------------------------------------------------------------
 
-    def run(self, question: str) -> str:
-        resumed = bool(self.session.messages)
-        self.bus.emit(RunStart(resumed=resumed, turns_done=self.turn, model=self.model.model_id,
-                               context_window=self.settings.context_window))
-        try:
-            with contextlib.ExitStack() as stack:
-                self._start(stack)
-                reason = settled_stop(self._turns(question, resumed), self.folder, question, self.session.messages, self.bus)
-        except _RunOver as over:
-            reason = over.reason
-            if over.detail:  # Pi's errors and stderr may name the endpoint it talks to
-                self.bus.emit(Notice(level="error", message=hidden(over.detail, operator_details(self.settings))))
-        self.bus.emit(Stop(reason=reason, turns=self.turn, done=reason in DONE_REASONS, tokens=self.token_totals()))
-        return reason
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """The model Pi talks to, the tool server and Pi itself; each is ended when the run ends."""
+        with contextlib.ExitStack() as stack:
+            self._start(stack)
+            yield
 
     def _start(self, stack: contextlib.ExitStack) -> None:
-        """The model Pi talks to, the tool server and Pi itself; each is ended when the run ends."""
         problem = pi_problem() or (url_problem(self.settings.llama_url) if self.settings.llama_url else None)
         if problem:
-            raise _RunOver("error_harness", problem)
+            raise RunOver("error_harness", problem)
         url, model_id = self._model_endpoint(stack)
         write_agent_dir(self.paths, url, model_id, self.settings.context_window, self.settings.max_output_tokens)
         token = secrets.token_hex(16)
         server = ToolServer(self.paths.socket, token, self._submit)
         stack.callback(server.close)
-        bash = "bash" in self.toolbox.names
+        bash = "bash" in self.machine.toolbox.names
         day = prompt_day(self.settings.prompt_date)
         if day != dt.date.today():
             self.bus.emit(Notice(level="warning", message=(
@@ -142,9 +117,9 @@ class PiLoop:
         try:
             state = self.pi.request({"type": "get_state"}, timeout=_START_WAIT_S)
         except PiExited as exc:
-            raise _RunOver("error_harness", f"Pi did not start: {exc}. {self.pi.stderr_tail()}") from exc
+            raise RunOver("error_harness", f"Pi did not start: {exc}. {self.pi.stderr_tail()}") from exc
         if not state.get("success"):
-            raise _RunOver("error_harness", f"Pi did not start: {state.get('error')}. {self.pi.stderr_tail()}")
+            raise RunOver("error_harness", f"Pi did not start: {state.get('error')}. {self.pi.stderr_tail()}")
         session_file = (state.get("data") or {}).get("sessionFile")
         self.pi_session = Path(session_file) if session_file else None
         self.bus.emit(Notice(level="info", message=f"Pi started in {time.monotonic() - started:.1f} s"))
@@ -152,10 +127,11 @@ class PiLoop:
     def _model_endpoint(self, stack: contextlib.ExitStack) -> tuple[str, str]:
         """LLAMA_URL as it is; the built-in runtime, or an endpoint that gets plain requests (config.relayed),
         served on a loopback port for the run's length."""
+        model = self.machine.model
         if not relayed(self.settings):
-            return base_url(self.settings.llama_url), self.settings.model_id or self.model.model_id
+            return base_url(self.settings.llama_url), self.settings.model_id or model.model_id
         started = time.monotonic()
-        server = ModelServer(self.model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed,
+        server = ModelServer(model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed,
                              on_notice=lambda text: self.inbox.put(("notice", text)), on_unread=self._unread.put)
         server.__enter__()
         plain = " in plain (unstreamed) requests to the endpoint" if self.settings.llama_url else ""
@@ -168,46 +144,27 @@ class PiLoop:
             self.bus.emit(Notice(level="info", message=f"the model server stopped in {time.monotonic() - stopping:.2f} s"))
 
         stack.callback(stop)
-        return server.base_url, self.model.model_id
+        return server.base_url, model.model_id
 
-    def _turns(self, question: str, resumed: bool) -> str:
-        first = not resumed
-        while True:
-            if self.turn >= self.settings.turn_budget:
-                return "budget_spent"
-            self._check_stop()
-            self.turn += 1
-            self.bus.turn, self.bus.step = self.turn, 0
-            self.bus.emit(TurnStart(budget=self.settings.turn_budget))
-            turn_started = time.monotonic()
-            message = question if first else CONTINUE
-            first = False
-            self.session.append({"role": "user", "content": message})
-            self._send({"type": "prompt", "message": message})
-            self._until_idle(turn_started)
-            backstop_answer(self.folder, self.bus, self.session.messages)
-            self.bus.emit(TurnEnd(tool_calls=self.tool_calls, tokens=self.token_totals(),
-                                  compactions=self.session.compactions, seconds=round(time.monotonic() - turn_started, 3)))
-            if not self.settings.force_budget:
-                return "first_turn_done"
-            if self.turn >= self.settings.turn_budget:
-                return "budget_spent"
+    # -- one turn -------------------------------------------------------------------------
 
-    def _until_idle(self, turn_started: float) -> None:
-        """Pi's events and tool calls until its agent_end; a stop or a time limit aborts Pi first."""
-        self._turn_deadline = turn_started + self.settings.turn_timeout_seconds
+    def drive_turn(self, opening: str | None) -> None:
+        """The opening message as a prompt, then Pi's events and tool calls until its agent_end; a stop or a
+        time limit aborts Pi first."""
+        assert opening is not None, "a Pi turn opens with a prompt (resume_message)"
+        self._send({"type": "prompt", "message": opening})
         self._steps_in_turn = 0
         aborting: str | None = None
         aborted_at = 0.0
         while True:
             if aborting is None:
-                aborting = self._limit_reached()
+                aborting = self.machine.turn_limit(self._steps_in_turn)
                 if aborting is not None:
                     aborted_at = time.monotonic()
                     self._send({"type": "abort"})
             elif time.monotonic() - aborted_at > _ABORT_WAIT_S:
-                raise _RunOver(aborting if aborting not in TURN_ENDERS else "error_harness",
-                               f"Pi did not stop within {_ABORT_WAIT_S:.0f} s of an abort")
+                raise RunOver(aborting if aborting not in TURN_ENDERS else "error_harness",
+                              f"Pi did not stop within {_ABORT_WAIT_S:.0f} s of an abort")
             try:
                 kind, item = self.inbox.get(timeout=0.1)
             except queue.Empty:
@@ -219,39 +176,21 @@ class PiLoop:
                 self.bus.emit(Notice(level="warning", message=item))
             elif self._on_event(item, cut=aborting) == "idle":
                 if aborting in TURN_ENDERS:
-                    self.bus.emit(Notice(level="warning", message=turn_ended(self.turn, aborting)))  # Pi was aborted
+                    self.machine.cut_turn(aborting)  # Pi was aborted
                     return
                 if aborting is not None:
-                    raise _RunOver(aborting)
+                    raise RunOver(aborting)
                 if self._last_assistant.get("stopReason") == "error":
                     error = str(self._last_assistant.get("errorMessage") or "the model failed")
-                    raise _RunOver("error_llm", llm_problem(self.settings, error))
+                    raise RunOver("error_llm", llm_problem(self.settings, error))
                 return
-
-    def _limit_reached(self) -> str | None:
-        if self.control.requested:
-            return self.control.requested
-        now = time.monotonic()
-        if now - self.started > self.settings.ceiling_seconds:
-            return "ceiling_seconds"
-        if now > self._turn_deadline:
-            return "turn_timeout"
-        if self._steps_in_turn > self.settings.max_steps_per_turn:
-            return "max_steps"
-        return None
-
-    def _check_stop(self) -> None:
-        if self.control.requested:
-            raise _RunOver(self.control.requested)
-        if time.monotonic() - self.started > self.settings.ceiling_seconds:
-            raise _RunOver("ceiling_seconds")
 
     def _send(self, command: Line) -> None:
         assert self.pi is not None
         try:
             self.pi.send(command)
         except PiExited as exc:
-            raise _RunOver("error_harness", f"{exc}. {self.pi.stderr_tail()}") from exc
+            raise RunOver("error_harness", f"{exc}. {self.pi.stderr_tail()}") from exc
 
     # -- Pi's events ------------------------------------------------------------------------
 
@@ -259,8 +198,7 @@ class PiLoop:
         kind = event.get("type")
         if kind == "turn_start":
             self._steps_in_turn += 1
-            self.step += 1
-            self.bus.step = self.step
+            self.machine.begin_step()
             self._step_started = time.monotonic()
             self.bus.emit(StepStart())
         elif kind == "message_update":
@@ -290,7 +228,7 @@ class PiLoop:
             return "idle"
         elif kind == "_exit":
             assert self.pi is not None
-            raise _RunOver("error_harness", f"Pi exited (code {event.get('code')}): {self.pi.stderr_tail()}")
+            raise RunOver("error_harness", f"Pi exited (code {event.get('code')}): {self.pi.stderr_tail()}")
         return None
 
     def _message_end(self, message: dict[str, Any], cut: str | None) -> None:
@@ -330,19 +268,16 @@ class PiLoop:
             self._handled.discard(call_id)
             return
         self._announced.discard(call_id)
-        self.tool_calls += 1
-        name, arguments = str(event.get("toolName")), event.get("args") or {}
         text = _text_of((event.get("result") or {}).get("content"))
-        self.bus.emit(ToolStart(call_id=call_id, name=name, arguments=arguments))
-        self.bus.emit(ToolEnd(call_id=call_id, name=name, arguments=arguments, is_error=bool(event.get("isError")),
-                              preview=text[:PREVIEW_CHARS], gist=first_line(text)))
+        self.machine.answered_by_harness(call_id, str(event.get("toolName")), event.get("args") or {},
+                                         ToolResult(text, is_error=bool(event.get("isError"))))
 
     # -- tool calls -------------------------------------------------------------------------
 
     def _submit(self, request: Request, reply: Reply) -> None:
         """From the tool server's threads: what the run offers is answered there; a call waits for this thread."""
         if request.get("op") == "tools":
-            reply({"tools": self.toolbox.names, "catalog": str(CATALOG_PATH),
+            reply({"tools": self.machine.toolbox.names, "catalog": str(CATALOG_PATH),
                    "descriptions": self.settings.tool_descriptions})
         elif request.get("op") == "call":
             self.inbox.put(("tool", (request, reply)))
@@ -365,27 +300,16 @@ class PiLoop:
                 self._run_tool(request, reply)
 
     def _run_tool(self, request: Request, reply: Reply) -> None:
-        """One call through the run's Toolbox, as the native loop runs it: events, time limits, cut by a stop."""
-        call_id, name = str(request.get("call_id")), str(request.get("name"))
+        """One call through the turn machine, as a native run's: events, time limits, cut by a stop. Pi's own
+        toolResult message brings the result into the session (_message_end)."""
+        call_id = str(request.get("call_id"))
         raw = request.get("arguments")
         arguments = raw if isinstance(raw, dict) else None
-        raw_arguments = json.dumps(raw, ensure_ascii=False)
         self._handled.add(call_id)
         self._announced.discard(call_id)
-        self.tool_calls += 1
-        self.bus.emit(ToolStart(call_id=call_id, name=name, arguments=arguments or {}, raw_arguments=raw_arguments))
-        started = time.monotonic()
-        token = self.control.token
-        token.set_deadline(*min((self.started + self.settings.ceiling_seconds, "ceiling_seconds"),
-                                (self._turn_deadline, "turn_timeout")))
-        try:
-            output = self.toolbox.call(name, arguments, None if arguments is not None else "not a JSON object")
-        finally:
-            token.set_deadline(None)
-        self.bus.emit(ToolEnd(call_id=call_id, name=name, arguments=arguments or {}, raw_arguments=raw_arguments,
-                              duration_ms=round((time.monotonic() - started) * 1000, 1), is_error=output.is_error,
-                              ended=output.ended, preview=output.text[:PREVIEW_CHARS], details=output.details,
-                              gist=output.one_line()))
+        call = ToolCall(call_id, str(request.get("name")), arguments, json.dumps(raw, ensure_ascii=False),
+                        None if arguments is not None else "not a JSON object")
+        output = self.machine.run_tool(call, in_session=False)
         reply({"text": output.text, "is_error": output.is_error})
 
     # -- records ----------------------------------------------------------------------------

@@ -1,0 +1,52 @@
+"""`python -m searchbox`: the parser, built from each command's module in the order --help lists them, and
+main, which runs the command asked for with the terminal shielded from control codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from searchbox import inert
+from searchbox.cli import (ablate, conformance, doctor, ingest, knobs, precompute, report, retrieval_eval, run, score,
+                           tool)
+from searchbox.dataroom.unpack import DataroomError
+from searchbox.retrieval.interfaces import ModelLoadError
+from searchbox.settings import SettingsError
+
+COMMANDS = (run, tool, ingest, precompute, knobs, score, retrieval_eval, ablate, report, conformance, doctor)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m searchbox", description="Agentic search over a dataroom.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_to(sub)
+    return parser
+
+
+class TerminalText:
+    """A text stream that passes on what is written to it without terminal control codes."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(inert.terminal(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # flush, isatty, encoding, ...: the stream's own
+        return getattr(self.stream, name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalText(out), TerminalText(err)  # type: ignore[assignment]
+    try:
+        return args.func(args)
+    except (DataroomError, SettingsError, ModelLoadError, FileExistsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        sys.stdout, sys.stderr = out, err
