@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
-from searchbox.evaluation.scoring import checked_citations  # noqa: E402
+from searchbox.grading.score import checked_citations  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.workspace import Workspace  # noqa: E402

@@ -13,7 +13,7 @@ from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.report import results_frame, summary_table
-from searchbox.evaluation.scoring import format_score, score_run
+from searchbox.grading.score import format_score, score_run
 from searchbox.jobs.job import create_job
 from searchbox.llm.openai_client import OpenAIClient
 from searchbox.citations.check import CHECKER_VERSION, SUPPORT_SCORE, answer_digest, Fact, fact_in, quote_in, sentence_facts

@@ -1,4 +1,4 @@
-"""The must-fact matcher that reads claims (records/fact_match.py): a fact's numbers exact, its words
+"""The must-fact matcher that reads claims (grading/fact_match.py): a fact's numbers exact, its words
 stemmed and in any order within one passage of the answer, a different number in the fact's slot or a
 negation marked as a contradiction, and every verdict with the passage it rests on."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from searchbox.evaluation.scoring import answer_verdict, fact_verdict
-from searchbox.records.fact_match import match_fact
+from searchbox.grading.score import answer_verdict, fact_verdict
+from searchbox.grading.fact_match import match_fact
 from searchbox.citations.facts import span_present
 
 # Issue 22's answer: the first matcher found only "1 April 2022" in it.

@@ -1,6 +1,6 @@
 """Which grader scored a run, and how far a judge agrees with the lexical matcher.
 
-Every score names its grader: {"lexical": the must-fact matcher's version (records/fact_match.py),
+Every score names its grader: {"lexical": the must-fact matcher's version (grading/fact_match.py),
 "judge": the judge model's id or None}. Verdicts of different graders are different measurements,
 so the report and the Compare tab never pool them: an entry whose runs were graded differently
 becomes one entry per grader. A row recorded before scores named their grader was graded by the
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from searchbox.evaluation.judge import VERDICTS
+from searchbox.grading.answer_judge import VERDICTS
 from searchbox.llm.types import ChatModel
-from searchbox.records.fact_match import LEXICAL_VERSION
+from searchbox.grading.fact_match import LEXICAL_VERSION
 
 FIRST_LEXICAL_VERSION = 1
 

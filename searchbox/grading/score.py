@@ -2,8 +2,8 @@
 
 The answer is scored without the text it only echoed from the harness's messages (records/echoes.py).
 A score record holds must-fact recall (wording, word order and inflection tolerated, numbers exact:
-records/fact_match.py), each fact with its status (present / contradicted / absent) and the passage of
-the answer it rests on, the verdict they imply and the grader that gave them (evaluation/grader.py);
+grading/fact_match.py), each fact with its status (present / contradicted / absent) and the passage of
+the answer it rests on, the verdict they imply and the grader that gave them (grading/grader.py);
 citation validity against the run's source ledger, each citation's check against its source
 (supported / unsupported / unchecked: citations/check.py, as run_meta.json recorded it or, for a
 run recorded before checks or whose answer changed since, checked again), citation precision and
@@ -18,13 +18,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from searchbox.evaluation.grader import grader_of
-from searchbox.evaluation.judge import judge_answer
+from searchbox.grading.grader import grader_of
+from searchbox.grading.answer_judge import judge_answer
 from searchbox.llm.types import ChatModel
 from searchbox.citations.check import CHECKER_VERSION, VERDICTS, answer_digest
 from searchbox.citations.markers import cited_ids
 from searchbox.records.echoes import job_echoes
-from searchbox.records.fact_match import fact_present, match_fact
+from searchbox.grading.fact_match import fact_present, match_fact
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 from searchbox.workspace import Workspace
