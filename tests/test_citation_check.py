@@ -230,6 +230,21 @@ def test_a_run_recorded_before_checks_is_checked_when_scored(tmp_path: Path) -> 
     assert score_run(job_dir, question)["citations"]["unsupported"] == 1  # checked again, not taken as it was
 
 
+def test_a_run_this_checker_checked_is_graded_as_recorded_not_checked_again(tmp_path: Path) -> None:
+    job_dir, _ = scripted_run(tmp_path, "The lease at 14 Harbour Street runs until 31 March 2029 [s1].")
+    (job_dir / "work" / "dataroom").rename(tmp_path / "gone")  # checked again, the source could not be read
+    question = {"id": "q", "type": "literal", "question": "?", "must_facts": [], "gold_files": []}
+    assert score_run(job_dir, question)["citations"]["supported"] == 1
+    meta_path = job_dir / "run_meta.json"
+    meta = read_json(meta_path)
+    meta["citations"]["checker"] = CHECKER_VERSION + 1  # a newer checker's checks stand too
+    meta_path.write_text(__import__("json").dumps(meta))
+    assert score_run(job_dir, question)["citations"]["supported"] == 1
+    meta["citations"]["checker"] = CHECKER_VERSION - 1
+    meta_path.write_text(__import__("json").dumps(meta))
+    assert score_run(job_dir, question)["citations"]["unchecked"] == 1
+
+
 def test_the_answer_panel_marks_each_citation_with_its_verdict(tmp_path: Path) -> None:
     job_dir, _ = scripted_run(tmp_path, "Until 31 March 2029 [s1]. Until 2031 [s1]. Maybe <b>so</b> [s1].")
     answer_html, _ = read_answer(job_dir)
