@@ -75,7 +75,8 @@ def recorded_checks_hold(recorded: dict[str, Any], answer: str) -> bool:
             and recorded.get("checker", FIRST_CHECKER) >= CHECKER_VERSION)
 
 
-def citation_grade(answer: str, ledger: dict[str, str], gold_files: list[str], checked: dict[str, Any]) -> CitationGrade:
+def citation_grade(answer: str, ledger: dict[str, str], gold_files: list[str],
+                   checked: dict[str, Any]) -> CitationGrade:
     """Validity against the ledger, precision and recall against the gold files and, from the run's
     checks, how many citations their sources support."""
     cited = cited_ids(answer)

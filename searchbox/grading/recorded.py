@@ -26,7 +26,8 @@ class RecordedRun:
         folder = JobFolder(job_dir)
         read = folder.read_answer()
         answer = read.text if read.exists and read.problem is None else None
-        ledger = {row["id"]: row.get("path", "") for row in folder.read_sources() if isinstance(row, dict) and "id" in row}
+        ledger = {row["id"]: row.get("path", "") for row in folder.read_sources()
+                  if isinstance(row, dict) and "id" in row}
         scored = job_echoes(answer, job_dir).scored if answer else ""
         return cls(job_dir, answer, scored, ledger, folder.read_meta().get("citations") or {})
 
