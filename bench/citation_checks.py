@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from searchbox.assets import BUILTIN_DATAROOM  # noqa: E402
-from searchbox.evaluation.scoring import checked_citations  # noqa: E402
+from searchbox.grading.citation_scores import checked_citations  # noqa: E402
+from searchbox.grading.recorded import RecordedRun  # noqa: E402
 from searchbox.jobs.job import create_job  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 from searchbox.workspace import Workspace  # noqa: E402
@@ -116,8 +117,7 @@ def runs(folders: list[Path]) -> None:
     jobs = sorted({answer.parents[1] for folder in folders for answer in folder.glob("**/work/ANSWER.md")})
     verdicts: list[str] = []
     for job_dir in jobs:
-        answer = (job_dir / "work" / "ANSWER.md").read_text(encoding="utf-8", errors="replace")
-        checks = checked_citations(job_dir, answer)["checks"]
+        checks = checked_citations(RecordedRun.read(job_dir))["checks"]
         if checks:
             print(f"== {job_dir}")
         for check in checks:

@@ -1,4 +1,4 @@
-"""The lexical grader (records/fact_match.py) measured against a careful reader, and the first
+"""The lexical grader (grading/fact_match.py) measured against a careful reader, and the first
 matcher (citations/facts.py's span_present) on the same pairs; optionally a judge model too.
 
     python bench/grader_agreement.py                 # figures over bench/data/grader_pairs.jsonl
@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from searchbox.assets import BUILTIN_QUESTIONS, PYDOCS_CLAIM_QUESTIONS  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
-from searchbox.evaluation.scoring import answer_verdict as verdict, asked_by  # noqa: E402
-from searchbox.records.fact_match import match_fact  # noqa: E402
+from searchbox.grading.fact_match import match_fact  # noqa: E402
+from searchbox.grading.lexical import answer_verdict as verdict, asked_by  # noqa: E402
 from searchbox.records.job_folder import JobFolder  # noqa: E402
 from searchbox.citations.facts import span_present  # noqa: E402
 
@@ -129,11 +129,11 @@ def listing(rows: list[Row]) -> None:
 
 
 def judge(rows: list[Row], questions: dict[str, dict], overrides: list[str], url: str | None, model_id: str) -> None:
-    """The judge's verdict on each answer (evaluation/judge.py, the prompt `--judge` uses) against the labels'."""
+    """The judge's verdict on each answer (grading/answer_judge.py, the prompt `--judge` uses) against the labels'."""
     import time
 
     from searchbox.cli.options import parse_overrides
-    from searchbox.evaluation.judge import judge_answer
+    from searchbox.grading.answer_judge import judge_answer
     from searchbox.llm.choice.connect import connect
     from searchbox.settings import Settings
 
@@ -149,10 +149,10 @@ def judge(rows: list[Row], questions: dict[str, dict], overrides: list[str], url
         question = questions[group[0]["question_id"]]
         judged = judge_answer(model, question, group[0]["answer"])
         truth, new = verdict([r["label"] for r in group], asked(group)), verdict([r["new"] for r in group], asked(group))
-        tally[(truth, judged["verdict"])] += 1
-        lexical += judged["verdict"] == new
-        print(f"  {group[0]['answer_id']} {group[0]['set']:<13} label {truth:<8} judge {judged['verdict']:<8} "
-              f"lexical {new:<8} {judged['reason'][:80]!r}", flush=True)
+        tally[(truth, judged.verdict)] += 1
+        lexical += judged.verdict == new
+        print(f"  {group[0]['answer_id']} {group[0]['set']:<13} label {truth:<8} judge {judged.verdict:<8} "
+              f"lexical {new:<8} {judged.reason[:80]!r}", flush=True)
     agree = sum(n for (t, j), n in tally.items() if t == j)
     print(f"\njudge {model.model_id}: agrees with the labels' verdict on {ratio(agree, len(grouped))} answers, with the "
           f"lexical verdict on {ratio(lexical, len(grouped))}; unreadable replies "

@@ -111,7 +111,7 @@ def summary(pairs: list[dict[str, Any]], got: list[tuple[str, str]]) -> dict[str
 def with_judge(pairs: list[dict[str, Any]], support: Any, args: argparse.Namespace) -> list[CitationCheck | None]:
     """The checker with the judge --judge names, its model opened as a run's would be (CITATION_JUDGE)."""
     from searchbox.llm.choice.connect import connect
-    from searchbox.llm.support_judge import configured_judge
+    from searchbox.agent.support_judge import configured_judge
     from searchbox.settings import Settings
 
     overrides = dict(item.split("=", 1) for item in args.set)

@@ -106,7 +106,7 @@ class Attack:
 def surfaces(job: Path) -> dict[str, bytes]:
     """Everything of the run a visitor or an operator is shown or handed, by name."""
     from searchbox.cli.run import summarize_run  # the CLI's own summary lines
-    from searchbox.evaluation.scoring import score_run
+    from searchbox.grading.score import score_run
     from searchbox.ui.panels import read_answer
 
     folder = JobFolder(job)

@@ -33,7 +33,7 @@ from searchbox.evaluation.sweep_summary import summarize
 from searchbox.evaluation.report import load_results, summary_table
 from searchbox.evaluation.matrix import (DEFAULT_MATRIX, DEFAULT_MATRIX_PATH, MatrixEntry, MatrixError,
                                          load_matrix, parse_matrix)
-from searchbox.records.fact_match import LEXICAL_VERSION
+from searchbox.grading.fact_match import LEXICAL_VERSION
 from searchbox.records.files import read_json, read_jsonl, write_json
 from searchbox.settings import Settings
 from searchbox.tools.catalog import CATALOG_TOOLS

@@ -13,7 +13,7 @@ from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.agent.run import run_job
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.evaluation.report import results_frame, summary_table
-from searchbox.evaluation.scoring import format_score, score_run
+from searchbox.grading.score import format_score, score_run
 from searchbox.jobs.job import create_job
 from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.citations.check import CHECKER_VERSION, SUPPORT_SCORE, answer_digest, Fact, fact_in, quote_in, sentence_facts
@@ -228,6 +228,21 @@ def test_a_run_recorded_before_checks_is_checked_when_scored(tmp_path: Path) -> 
                          "answer_sha256": answer_digest(answer), "checker": CHECKER_VERSION - 1}  # an older checker's
     meta_path.write_text(__import__("json").dumps(meta))
     assert score_run(job_dir, question)["citations"]["unsupported"] == 1  # checked again, not taken as it was
+
+
+def test_a_run_this_checker_checked_is_graded_as_recorded_not_checked_again(tmp_path: Path) -> None:
+    job_dir, _ = scripted_run(tmp_path, "The lease at 14 Harbour Street runs until 31 March 2029 [s1].")
+    (job_dir / "work" / "dataroom").rename(tmp_path / "gone")  # checked again, the source could not be read
+    question = {"id": "q", "type": "literal", "question": "?", "must_facts": [], "gold_files": []}
+    assert score_run(job_dir, question)["citations"]["supported"] == 1
+    meta_path = job_dir / "run_meta.json"
+    meta = read_json(meta_path)
+    meta["citations"]["checker"] = CHECKER_VERSION + 1  # a newer checker's checks stand too
+    meta_path.write_text(__import__("json").dumps(meta))
+    assert score_run(job_dir, question)["citations"]["supported"] == 1
+    meta["citations"]["checker"] = CHECKER_VERSION - 1
+    meta_path.write_text(__import__("json").dumps(meta))
+    assert score_run(job_dir, question)["citations"]["unchecked"] == 1
 
 
 def test_the_answer_panel_marks_each_citation_with_its_verdict(tmp_path: Path) -> None:

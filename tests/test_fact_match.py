@@ -1,4 +1,4 @@
-"""The must-fact matcher that reads claims (records/fact_match.py): a fact's numbers exact, its words
+"""The must-fact matcher that reads claims (grading/fact_match.py): a fact's numbers exact, its words
 stemmed and in any order within one passage of the answer, a different number in the fact's slot or a
 negation marked as a contradiction, and every verdict with the passage it rests on."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from searchbox.evaluation.scoring import answer_verdict, fact_verdict
-from searchbox.records.fact_match import match_fact
+from searchbox.grading.fact_match import match_fact
+from searchbox.grading.lexical import answer_verdict, fact_verdict
 from searchbox.citations.facts import span_present
 
 # Issue 22's answer: the first matcher found only "1 April 2022" in it.
@@ -170,8 +170,8 @@ def test_facts_the_question_itself_states_earn_no_partial_credit() -> None:
     question = "What is the default ping interval of sse-starlette's EventSourceResponse?"
     echo = "The ping interval used by default by sse-starlette's EventSourceResponse is 10 seconds."
     facts = [fact_verdict(fact, "must", echo, question) for fact in ("15", "ping")]
-    assert [f["status"] for f in facts] == ["absent", "present"] and [f["asked"] for f in facts] == [False, True]
-    assert answer_verdict([f["status"] for f in facts], [f["asked"] for f in facts]) == "wrong"
+    assert [f.status for f in facts] == ["absent", "present"] and [f.asked for f in facts] == [False, True]
+    assert answer_verdict([f.status for f in facts], [f.asked for f in facts]) == "wrong"
     right = [fact_verdict(fact, "must", "It pings every 15 seconds.", question) for fact in ("15", "ping")]
-    assert answer_verdict([f["status"] for f in right], [f["asked"] for f in right]) == "correct"
+    assert answer_verdict([f.status for f in right], [f.asked for f in right]) == "correct"
     assert answer_verdict(["present", "absent"], [False, True]) == "partial"  # a fact of its own: partial

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from searchbox.assets import PYDOCS_CLAIM_QUESTIONS
 from searchbox.evaluation.questions import QUESTION_TYPES, load_questions
-from searchbox.records.fact_match import STATUSES, match_fact
+from searchbox.grading.fact_match import STATUSES, match_fact
 from searchbox.citations.facts import normalize, numbers
 
 ROOT = Path(__file__).resolve().parents[1]

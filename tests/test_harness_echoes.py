@@ -14,7 +14,7 @@ from searchbox.agent.assists.ask_sources import ask_sources
 from searchbox.agent.run import run_job
 from searchbox.agent.session import Session
 from searchbox.assets import BUILTIN_DATAROOM
-from searchbox.evaluation.scoring import score_run
+from searchbox.grading.score import score_run
 from searchbox.jobs.job import create_job
 from searchbox.cli.run import summarize_run
 from searchbox.jobs.bundle import answer_download

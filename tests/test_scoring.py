@@ -15,10 +15,10 @@ import pytest
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 
 from searchbox.assets import BUILTIN_QUESTIONS
-from searchbox.evaluation.judge import JUDGE_PROMPT
+from searchbox.grading.answer_judge import JUDGE_PROMPT
 from searchbox.evaluation.questions import load_questions
-from searchbox.evaluation.scoring import fact_present, format_score, score_run
-from searchbox.records.fact_match import LEXICAL_VERSION
+from searchbox.grading.fact_match import LEXICAL_VERSION, fact_present
+from searchbox.grading.score import format_score, score_run
 from searchbox.llm.clients.openai_client import OpenAIClient
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -130,7 +130,7 @@ def test_the_packaged_model_reads_a_citation(packaged_settings: Settings) -> Non
     """The real loading path: the packaged 0.5B judges a claim about another company's auditor that the words
     call supported. Its reading must be readable and recorded; whether it is right is the bench's measurement."""
     from searchbox.llm.choice.connect import connect
-    from searchbox.llm.support_judge import support_judge
+    from searchbox.agent.support_judge import support_judge
 
     model = connect(packaged_settings.with_overrides(llm_gguf="packaged:qwen2.5-coder-0.5b"))
     result = check("Crane & Lowe LLP audited the 2024 accounts of Orbis Ltd.", support_judge(model))

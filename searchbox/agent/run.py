@@ -20,12 +20,12 @@ from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.driver import PiDriver
 from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
+from searchbox.agent.support_judge import configured_judge
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.agent.turns import TurnMachine
 from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.choice.presets import AutoPick
-from searchbox.llm.support_judge import configured_judge
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder

@@ -39,7 +39,7 @@ from searchbox.citations.markers import citing_sentences
 from searchbox.citations.facts import DATE_IN_TEXT, normalize, numbers, span_present
 
 VERDICTS = ("supported", "contradicted", "unsupported", "unchecked")
-# Raised when a rule changes a verdict: `score` and the reports check again a run checked by an older rule.
+# Raised when a rule changes a verdict: grading checks again a run an older rule checked (grading/citation_scores.py).
 # 2: a source cited beside others that holds only what they hold and none of the figures is unsupported.
 # 3: text the answer only echoed from the harness's messages is not checked (records/echoes.py).
 # 4: the claim is held to the source's statements (citations/claims.py): a figure tied there to another year,

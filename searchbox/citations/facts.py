@@ -5,7 +5,7 @@ Both texts are first brought to one canonical form, so that formatting never dec
 whitespace, punctuation, currency symbols and codes, thousands separators, scale words ("$36.2M",
 "$36.2 million" and "$36,200,000" all become 36200000), number words ("twenty-two" -> 22),
 "percent" -> %, "3x" and "3-fold" -> "3 times", and dates ("April 1, 2022", "1st April 2022", "2022-04-01" -> "1 april 2022").
-`span_present`, the first must-fact matcher (records/fact_match.py builds on it; the citation check looks
+`span_present`, the first must-fact matcher (grading/fact_match.py builds on it; the citation check looks
 a sentence's figures and names up with it): a fact is present when its canonical form occurs among the
 text's tokens, or when rapidfuzz's partial_ratio finds a close passage that also holds every number of the fact exactly:
 "5.9%" never matches "5.8%", nor "2,187,500" "2,187,600". A figure in accounting notation,

@@ -72,8 +72,8 @@ class JudgeUnavailable(Exception):
     """The judge's model could not answer (its endpoint is down, the runtime failed): the reason."""
 
 
-# messages, max_tokens -> the reply, greedy; raises JudgeUnavailable. The llm layer makes one of a chat
-# model (llm/support_judge.py): this module stays plain logic.
+# messages, max_tokens -> the reply, greedy; raises JudgeUnavailable. The run makes one of a chat model
+# (agent/support_judge.py): this module stays plain logic.
 Chat = Callable[[list[dict[str, str]], int], ChatReply]
 
 

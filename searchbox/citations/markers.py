@@ -66,7 +66,7 @@ def citing_sentences(answer: str) -> list[CitingSentence]:
 
 def answer_sentences(answer: str) -> list[str]:
     """The answer's sentences and table rows (cells joined by " ; "), in reading order, without citation
-    markers or Markdown marks: the passages a must-fact is looked for in (records/fact_match.py)."""
+    markers or Markdown marks: the passages a must-fact is looked for in (grading/fact_match.py)."""
     texts = (re.sub(r"\s+(?=[.,;:!?)])", "", " ".join(MARKER.sub(" ", piece).split())) for piece in _pieces(answer))
     return [text for text in texts if text.strip(" .,;:")]
 

@@ -24,7 +24,7 @@ def add_to(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Score a finished run; the full record goes to RUN_DIR/score.json."""
     from searchbox.evaluation.questions import find_question, load_questions
-    from searchbox.evaluation.scoring import format_score, score_run
+    from searchbox.grading.score import format_score, score_run
     from searchbox.records.files import write_json
 
     run_dir = Path(args.run_dir)

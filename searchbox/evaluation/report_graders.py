@@ -1,7 +1,7 @@
 """Who graded a sweep's runs, and each fact's verdict with the passage it rests on: the report's
 "Graders" and "Fact verdicts" sections and the Compare tab's tables of the same.
 
-Runs graded differently (another matcher version, another judge or none: evaluation/grader.py) are
+Runs graded differently (another matcher version, another judge or none: grading/grader.py) are
 never pooled: an entry whose runs had different graders becomes one entry per grader, named with it.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from searchbox.evaluation.grader import grader_label, row_grader
+from searchbox.grading.grader import grader_label, row_grader
 
 GRADER_COLUMNS = ["entry", "grader", "runs", "facts present", "contradicted", "absent", "judged runs",
                   "judge agrees"]

@@ -18,7 +18,7 @@ Ad-hoc questions (no gold answer, as `ablate --query` makes) are scored on behav
 tokens, time and citations; their rows carry no verdict and no accuracy. A judge model, when given,
 grades every answer; its prompt and raw reply are kept in the run's score.json and the row, and
 summary.json says per entry how often it agreed with the lexical verdict. Every row's score names its
-grader (evaluation/grader.py) and holds each fact's verdict with the passage it rests on.
+grader (grading/grader.py) and holds each fact's verdict with the passage it rests on.
 
 Resuming: the same sweep started again into the same folder skips each (entry, question, repeat) that
 has a row, or whose job folder holds a finished run (the row is rebuilt from its records). An unfinished

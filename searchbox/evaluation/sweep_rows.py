@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.evaluation.matrix import MatrixEntry
-from searchbox.evaluation.scoring import score_run
+from searchbox.grading.score import score_run
 from searchbox.llm.types import ChatModel
 from searchbox.records.files import write_json
 from searchbox.records.job_folder import JobFolder

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from searchbox.evaluation.files import VERDICT_POINTS
-from searchbox.evaluation.grader import grader_label, judge_agreement, row_grader
+from searchbox.grading.grader import grader_label, judge_agreement, row_grader
 from searchbox.evaluation.intervals import accuracy_interval, format_p, paired_comparison, question_means
 from searchbox.records.events import NO_ANSWER
 

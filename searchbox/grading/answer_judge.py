@@ -1,12 +1,15 @@
-"""An optional LLM judge: the model compares a run's answer with the gold answer and says
-correct / partial / wrong. Its prompt and raw reply are kept, so a verdict can always be audited.
-An ad-hoc question (no gold answer: ablate --query) is graded on whether the answer answers it."""
+"""An optional LLM judge of the answer (`score --judge`, a sweep's --judge): the model compares a run's
+answer with the gold answer and says correct / partial / wrong. Its prompt and raw reply are kept, so a
+verdict can always be audited. An ad-hoc question (no gold answer: ablate --query) is graded on whether
+the answer answers it. Not the run's support judge (citations/judge.py), which the run asks itself."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from searchbox.grading.recorded import RecordedRun
 from searchbox.llm.errors import LLMError
 from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.types import ChatModel
@@ -52,19 +55,46 @@ Reply with one JSON object and nothing else:
 JUDGE_MAX_TOKENS = 1024  # room for a reasoning model to think before the JSON
 
 
-def judge_answer(model: ChatModel, question: dict[str, Any], answer: str) -> dict[str, Any]:
-    """{"model", "prompt", "raw", "verdict", "reason"}; verdict "unknown" when the reply cannot be read."""
+@dataclass(frozen=True)
+class JudgeVerdict:
+    model: str
+    prompt: str
+    raw: str | None  # the judge's reply as it came; None when it gave none
+    verdict: str  # one of VERDICTS, or "unknown" when the reply cannot be read
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class JudgeGrade:
+    reading: JudgeVerdict | None  # None: the run left no answer to judge
+
+    def record(self) -> dict[str, Any]:
+        return {"judge": self.reading.as_dict() if self.reading is not None else None}
+
+
+@dataclass(frozen=True)
+class AnswerJudge:
+    """The judge as a grader: it reads the answer without its echoes of the harness, as the matcher does."""
+    model: ChatModel
+
+    def grade(self, run: RecordedRun, question: dict[str, Any]) -> JudgeGrade:
+        return JudgeGrade(judge_answer(self.model, question, run.scored) if run.answer_found else None)
+
+
+def judge_answer(model: ChatModel, question: dict[str, Any], answer: str) -> JudgeVerdict:
+    """The judge's verdict on `answer`: "unknown" when the reply cannot be read."""
     if question.get("answer") is None:
         prompt = JUDGE_PROMPT_NO_GOLD.format(question=question["question"], answer=answer)
     else:
         prompt = JUDGE_PROMPT.format(question=question["question"], gold=question["answer"], answer=answer)
-    record: dict[str, Any] = {"model": model.model_id, "prompt": prompt, "raw": None}
     try:
         response = model.complete([{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)
     except LLMError as exc:
-        return {**record, "verdict": "unknown", "reason": f"judge failed: {exc}"}
-    record["raw"] = response.text
-    return {**record, **parse_verdict(response.text)}
+        return JudgeVerdict(model.model_id, prompt, None, "unknown", f"judge failed: {exc}")
+    return JudgeVerdict(model.model_id, prompt, response.text, **parse_verdict(response.text))
 
 
 def parse_verdict(raw: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""A chat model as the citation-support judge (citations/judge.py): its greedy, seeded completion behind
-the judge's plain chat callable, and the judge CITATION_JUDGE names."""
+"""The run's citation-support judge (CITATION_JUDGE): a chat model's greedy, seeded completion behind
+citations/judge.py's plain chat callable. The run opens it (agent/run.py) for its own citation check,
+whose verdicts run_meta.json records; grading after the run reads them and never asks a judge again."""
 
 from __future__ import annotations
 

@@ -1,22 +1,39 @@
-"""Which grader scored a run, and how far a judge agrees with the lexical matcher.
+"""What a grader is: one interface for every grader of a finished run, and the name a score gives them.
 
-Every score names its grader: {"lexical": the must-fact matcher's version (records/fact_match.py),
-"judge": the judge model's id or None}. Verdicts of different graders are different measurements,
-so the report and the Compare tab never pool them: an entry whose runs were graded differently
-becomes one entry per grader. A row recorded before scores named their grader was graded by the
-first matcher (citations/facts.py alone): lexical 1, and the judge its row names, if any.
+A grader is given what a run recorded (recorded.py) and the question's expectations, and returns a typed
+verdict that writes its own part of the score record (score.py). It reads the records only: it never
+runs the agent again, and what the run checked itself (its citations) is checked again only when a newer
+checker version must (citation_scores.py).
+
+Every score names its grader: {"lexical": the must-fact matcher's version (fact_match.py), "judge": the
+judge model's id or None}. Verdicts of different graders are different measurements, so the report and
+the Compare tab never pool them: an entry whose runs were graded differently becomes one entry per
+grader. A row recorded before scores named their grader was graded by the first matcher
+(citations/facts.py alone): lexical 1, and the judge its row names, if any.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
-from searchbox.evaluation.judge import VERDICTS
+from searchbox.grading.answer_judge import VERDICTS
+from searchbox.grading.fact_match import LEXICAL_VERSION
+from searchbox.grading.recorded import RecordedRun
 from searchbox.llm.types import ChatModel
-from searchbox.records.fact_match import LEXICAL_VERSION
 
+Question = dict[str, Any]  # a question set's row: id, question, answer, must_facts, gold_files, type
 FIRST_LEXICAL_VERSION = 1
+
+
+class Verdict(Protocol):
+    def record(self) -> dict[str, Any]:
+        """Its fields of the score record (score.json, and the results rows built from it)."""
+        ...
+
+
+class Grader(Protocol):
+    def grade(self, run: RecordedRun, question: Question) -> Verdict: ...
 
 
 def grader_of(judge: ChatModel | None) -> dict[str, Any]:

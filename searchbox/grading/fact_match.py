@@ -50,8 +50,8 @@ from searchbox.citations.facts import ACCOUNTING, normalize, span_present
 # Raised whenever a change can turn a verdict: rows graded by different versions are never pooled.
 # 1: citations/facts.py alone (canonical form, or partial_ratio >= 90 with the numbers); 2: this module.
 # 3: "3x" is "three times"; a fact "label: Value" is present where its value is, under its label's words.
-# 4: a denial counts only in a clause that says the fact's words; code only as written; and (evaluation/
-# scoring.py) a fact the question itself states earns no partial credit.
+# 4: a denial counts only in a clause that says the fact's words; code only as written; and (grading/
+# lexical.py) a fact the question itself states earns no partial credit.
 LEXICAL_VERSION = 4
 STATUSES = ("present", "contradicted", "absent")
 CLAIM_SHARE = 0.6  # of a claim's content weight, in one passage
