@@ -1,5 +1,5 @@
 """Regenerate the screenshots of a first visit (docs/first-visit/*.png): the browser walk of
-tests/test_browser_first_visit.py, run with SEARCHBOX_SCREENSHOTS pointing at the folder, so each
+tests/ui/test_browser_first_visit.py, run with SEARCHBOX_SCREENSHOTS pointing at the folder, so each
 picture is of a state the test has just checked.
 
     python bench/first_visit_screenshots.py               # into docs/first-visit/
@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SEARCHBOX_SCREENSHOTS": str(out)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/test_browser_first_visit.py"], cwd=ROOT, env=env, check=False)
+                           "tests/ui/test_browser_first_visit.py"], cwd=ROOT, env=env, check=False)
     shots = sorted(out.glob("first-visit-*.png"))
     print(f"{len(shots)} screenshots in {out}" + ("" if done.returncode == 0 else " (the walk failed: see above)"))
     return done.returncode

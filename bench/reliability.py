@@ -30,19 +30,19 @@ sys.path.insert(0, str(ROOT))
 from testkit.tally import TALLIES_ENV, read_reports  # noqa: E402
 LEVELS = ["namespaces", "landlock", "off"]
 TESTS = [
-    "tests/test_hostile_datarooms.py",
-    "tests/test_fuzz_unpack.py",
-    "tests/test_injection.py",
-    "tests/test_faults_endpoint.py",
-    "tests/test_faults_restart.py",
-    "tests/test_faults_cache.py",
-    "tests/test_scheduler.py::test_the_worker_survives_failing_bookkeeping_writes",
-    "tests/test_fuzz_parsing.py",
-    "tests/test_fuzz_tool_args.py",
-    "tests/test_fuzz_paths.py",
-    "tests/test_load.py",
-    "tests/test_app_run.py",
-    "tests/test_app_uploads.py",
+    "tests/dataroom/test_hostile_datarooms.py",
+    "tests/dataroom/test_fuzz_unpack.py",
+    "tests/ui/test_injection.py",
+    "tests/llm/test_faults_endpoint.py",
+    "tests/jobs/test_faults_restart.py",
+    "tests/retrieval/test_faults_cache.py",
+    "tests/jobs/test_scheduler.py::test_the_worker_survives_failing_bookkeeping_writes",
+    "tests/llm/test_fuzz_parsing.py",
+    "tests/tools/test_fuzz_tool_args.py",
+    "tests/tools/test_fuzz_paths.py",
+    "tests/ui/test_load.py",
+    "tests/ui/test_app_run.py",
+    "tests/ui/test_app_uploads.py",
 ]
 
 

@@ -12,7 +12,7 @@ and the attack got through when the app's secret or a host file's content is on 
 file was written or had its mode changed, or the app stalled or loaded far more than an answer's
 worth. An attack may also have the job deleted afterwards, as a visitor's Delete or the pruner does.
 
-Used by tests/test_app_attacks.py (nothing may get through at any level this host has).
+Used by tests/ui/test_app_attacks.py (nothing may get through at any level this host has).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the packaged Qwen2.5-Coder-0.5B-Instruct, for tests that need a real model behind a URL.
 
 It runs with the GGUF's own chat template (no --chat_format): with llama-cpp-python 0.3.x that is the
-only format under which a streamed agent run works (see tests/test_llama_server.py).
+only format under which a streamed agent run works (see tests/llm/test_llama_server.py).
 """
 
 from __future__ import annotations

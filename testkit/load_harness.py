@@ -1,6 +1,6 @@
 """Load on the real app: many gradio_client visitors submit runs at once against a fast scripted
 endpoint, while a probe times the page and the jobs table. Shared by bench/load.py (the full 50 runs
-from 10 clients) and tests/test_load.py (a smaller real run), so both measure the same thing.
+from 10 clients) and tests/ui/test_load.py (a smaller real run), so both measure the same thing.
 
 Every run gets the same two-step script, answered by what the request holds: step 1 calls `grep`,
 step 2 (once a tool result is in the context) writes an answer. A tag in each question ties the

@@ -1,6 +1,6 @@
 """Sweeps on a real multi-node Ray cluster (ray.cluster_utils.Cluster: a head that runs nothing and two
 worker nodes), each worker node beside its own scripted model server of known latency. Run by
-tests/test_sweep_ray.py through testkit.ray_cluster.run_in_loopback:
+tests/evaluation/test_sweep_ray.py through testkit.ray_cluster.run_in_loopback:
 
     python -m testkit.ray_scenarios SCENARIO FOLDER   ->  the scenario's facts, as JSON on the last line
 

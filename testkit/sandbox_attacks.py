@@ -1,6 +1,6 @@
 """The attack suite of issue 12: what a model obeying a hostile document would try with `bash`, each
 attack run through the real bash tool at a given BASH_SANDBOX level, with a check of whether it got
-through. Used by tests/test_sandbox_attacks.py (nothing may get through at a confining level) and by
+through. Used by tests/tools/test_sandbox_attacks.py (nothing may get through at a confining level) and by
 bench/reliability.py (the table of level x attack in the README).
 
 The app's side is played by this process, which listens on TCP and UDP, and by a bystander process of

@@ -4,7 +4,7 @@ come out.
 
 Markdown is rendered to HTML as Gradio's renderer does it (raw HTML passed through, links never
 refused: marked has no link check of its own) and the HTML is then parsed: only the app's own tags,
-and hrefs that load nothing, may be in it. The browser test (tests/test_browser.py) checks the same
+and hrefs that load nothing, may be in it. The browser test (tests/ui/test_browser.py) checks the same
 in Chromium against the real app.
 """
 

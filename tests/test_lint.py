@@ -31,7 +31,7 @@ def test_ruff_finds_nothing() -> None:
 def test_benches_and_the_testkit_use_nothing_of_the_tests() -> None:
     """What the tests and benches share lives in testkit/; a bench that reached into tests/ would break
     whenever a test file moved, and a test's printed output is no interface."""
-    test_modules = {path.stem for path in (ROOT / "tests").glob("*.py")}
+    test_modules = {path.stem for path in (ROOT / "tests").rglob("*.py")}
     for path in [*(ROOT / "bench").glob("*.py"), *(ROOT / "testkit").glob("*.py")]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)

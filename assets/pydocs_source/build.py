@@ -18,7 +18,7 @@ What goes in (every source is permissively licensed: MIT, BSD or Apache-2.0):
 The documents come from the packages installed in the running interpreter, so the output depends on
 their versions (recorded in ``LICENSES.md``); with the same versions it is byte-reproducible (sorted
 entries, fixed timestamps and permissions). The question set over it, ``pydocs_questions.jsonl``, is
-written by hand against this text; tests/test_pydocs_dataroom.py checks every answer against it.
+written by hand against this text; tests/dataroom/test_pydocs_dataroom.py checks every answer against it.
 """
 
 from __future__ import annotations
