@@ -9,8 +9,8 @@ from typing import Any
 from searchbox.settings import Settings
 
 # "Act, do not describe": told to "work step by step", small models wrote a plan in prose and called
-# nothing. With it and the runtime's example call, Qwen2.5-Coder 1.5B called a tool in 48% of first
-# responses instead of 15% (bench/tool_calls.py, 40 questions).
+# nothing; with it and the runtime's example call, the packaged 1.5B called a tool in its first response
+# far more often (bench/tool_calls.py; the figures: docs/findings/2026-12-06-figures-from-code-comments.md).
 HARNESS = """You are a meticulous research agent working inside a sandboxed folder. You answer questions by \
 searching and reading documents with the tools you are given. Act, do not describe: each reply is either \
 a tool call or, when you are done, the final answer. Never write a plan or say which tool you would use; \

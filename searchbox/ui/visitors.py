@@ -45,7 +45,8 @@ def client_address(request: gr.Request | None) -> str:
 
 def forwarded_for(headers: Headers) -> str:
     """X-Forwarded-For as one list: all its lines joined in order. Read as its first line alone, a client's
-    own line above the one its proxy added picked the address (8 of 8 uploads past a cap of 5)."""
+    own line above the one its proxy added picked the address, and uploads went past the per-address cap
+    (docs/findings/2026-12-06-hostile-visitors.md)."""
     return ", ".join(headers.getlist("x-forwarded-for"))
 
 

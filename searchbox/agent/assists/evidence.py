@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from searchbox.llm.choice.presets import SMALL_MODEL_ASSISTS
 
-# The assists a small model's preset turns on: only those whose benefit an ablation showed, each with why
-# (each assist alone at three seeds, ten literal questions, packaged 1.5B: docs/findings/2026-12-02-minimal-loop-
-# vs-assists.md; minimal loop 0.17). The others stay off: source_hint alone scored 0.15 and its words were
-# read as the answer (issue 31); force_tool_steps (0.55, p = 0.070) adds nothing the forced first call lacks;
-# empty_reply, repeat_guard and wrap_up never acted in the 30 minimal runs.
+# The assists a small model's preset turns on: only those whose benefit an ablation showed, each with why. The
+# others stay off: source_hint's words were read as the answer (issue 31), force_tool_steps adds nothing the forced
+# first call lacks, and the rest never acted. The figures: docs/findings/2026-12-06-figures-from-code-comments.md.
+_FINDING = "docs/findings/2026-12-02-minimal-loop-vs-assists.md"
 SMALL_MODEL_ASSIST_EVIDENCE = {
-    "forced_tool": "alone 0.65 [0.35, 0.86] against the minimal loop's 0.17; 7 questions up, none down, p = 0.016",
-    "ask_sources": "answers citing: 24 of 30 alone against 10 of 30 in the minimal loop (accuracy unchanged, 0.18)",
+    "forced_tool": f"alone it answered more questions right than the minimal loop, none fewer ({_FINDING})",
+    "ask_sources": f"alone it made answers cite far more often, accuracy unchanged ({_FINDING})",
     "keep_answer": "ask_sources' companion: keeps the answer when the reply to a request for sources drops it",
 }
 

@@ -1,9 +1,8 @@
 """forced_tool: turn 1's first FORCE_TOOL_STEPS steps must call FORCED_TOOL, when the run offers it.
 
-Forced to pick, the packaged 1.5B chose grep on an invented path in 2 of 10 literal questions and
-answered neither; the 8 that searched first got 4 right and 1 partly. Later turns are left to
-force_tool_steps: forced to the same tool at each Continue, the 1.5B sent the identical search every
-turn."""
+Forced to call a tool of its own choosing, the packaged 1.5B sometimes grepped an invented path and
+answered nothing; searching first did better. Later turns are left to force_tool_steps: forced to the
+same tool at each Continue, the 1.5B sent the identical search every turn (docs/findings/2026-12-06-figures-from-code-comments.md)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def parse_tool_calls(
 
 def _unechoed(echo: re.Match[str], tools: list[Tool] | None) -> str:
     """Nothing of echoed template markup, but the calls of a <tools> block that holds nothing else:
-    the 1.5B, left to choose, wrapped its call in the tool list's tags in 2 of 6 first steps. They
+    the 1.5B, left to choose, wrapped its call in the tool list's tags (docs/findings/2026-12-06-figures-from-code-comments.md). They
     stay as text, which lenient reads as calls."""
     body = echo.group(2)
     return body if echo.group(1) == "tools" and holds_only_calls(body, tools) else ""
