@@ -26,7 +26,7 @@ from searchbox.evaluation.assist_replay import Firing, replay, same_transcript  
 from searchbox.records.events import AssistFired, read_events  # noqa: E402
 from searchbox.records.files import read_jsonl  # noqa: E402
 from searchbox.records.job_folder import JobFolder  # noqa: E402
-from searchbox.settings import ASSIST_NAMES  # noqa: E402
+from searchbox.settings.loop import ASSIST_NAMES  # noqa: E402
 
 Cell = tuple[str, int]  # question id, repeat
 

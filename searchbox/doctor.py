@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from searchbox.settings import RETRIEVAL_PRESETS, Settings
+from searchbox.settings import Settings
+from searchbox.settings.bundles import RETRIEVAL_PRESETS
 
 # How a machine gets a llama.cpp that offloads to an NVIDIA GPU (README, "GPU"). The source build needs
 # the CUDA toolkit's nvcc; the prebuilt wheels need none but lag behind PyPI's releases.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from searchbox.cli.options import Subcommands
-from searchbox.settings import knob_docs, knobs_markdown
+from searchbox.settings.docs import knob_docs, knobs_markdown
 
 
 def add_to(sub: Subcommands) -> None:

@@ -28,7 +28,9 @@ from searchbox.records.events import (Event, StepEnd, StepStart, ToolEnd, ToolSt
                                       read_events)
 from searchbox.records.files import read_jsonl
 from searchbox.records.job_folder import ANSWER_NAME, JobFolder
-from searchbox.settings import ASSIST_NAMES, Settings, knob_fields
+from searchbox.settings import Settings
+from searchbox.settings.loop import ASSIST_NAMES
+from searchbox.settings.resolved import knob_fields
 from searchbox.workspace import Workspace
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.assets import ASSETS_DIR
-from searchbox.settings import EFFORT_PRESETS, Settings, SettingsError, knob_fields
+from searchbox.settings import Settings, SettingsError
+from searchbox.settings.bundles import EFFORT_PRESETS
+from searchbox.settings.resolved import knob_fields
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.registry import enabled_tools
 

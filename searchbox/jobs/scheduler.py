@@ -48,7 +48,8 @@ from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.jobs.pool import Pool, Slot
 from searchbox.llm.endpoints import Server, endpoint_answers, pool_servers
 from searchbox.records.events import DONE_REASONS, Event, Listener
-from searchbox.settings import Settings, without_userinfo
+from searchbox.settings import Settings
+from searchbox.settings.urls import without_userinfo
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,8 @@ from typing import Any, Literal, get_args
 from searchbox.records.removal import remove_job_folder
 from searchbox.jobs.job import create_job
 from searchbox.records.files import read_json, write_json
-from searchbox.settings import Settings, without_userinfo
+from searchbox.settings import Settings
+from searchbox.settings.urls import without_userinfo
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from searchbox.llm.endpoints import PoolError, pool_servers
-from searchbox.settings import Settings, endpoint_forms
+from searchbox.settings import Settings
+from searchbox.settings.urls import endpoint_forms
 
 MODEL_SERVER = "the model server"
 HIDDEN = "(the app's own)"

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from searchbox.hub import hub_unavailable_reason
 from searchbox.retrieval.model_paths import PACKAGED_MODELS, hub_repo_for
-from searchbox.settings import RETRIEVAL_PRESETS, Settings
+from searchbox.settings import Settings
+from searchbox.settings.bundles import RETRIEVAL_PRESETS
 
 OFFLINE_PRESET = "packaged"
 _USER_CHOSE_EMBEDDER = {"retrieval_preset", "embed_model", "embed_backend"}

@@ -27,7 +27,8 @@ from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.records.removal import remove_job_folder
 from searchbox.retrieval.availability import fit_retrieval
-from searchbox.settings import RETRIEVAL_PRESETS, Settings
+from searchbox.settings import Settings
+from searchbox.settings.bundles import RETRIEVAL_PRESETS
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.tools.tool import Tool
 from searchbox.ui.services import Services

@@ -28,7 +28,8 @@ from searchbox.dataroom.unpack import DataroomError
 from searchbox.jobs.store import QueueLimits
 from searchbox.records.removal import remove_job_folder
 from searchbox.llm.disclosure import operator_details
-from searchbox.settings import EFFORT_PRESETS, RETRIEVAL_PRESETS, SettingsError
+from searchbox.settings import SettingsError
+from searchbox.settings.bundles import EFFORT_PRESETS, RETRIEVAL_PRESETS
 from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed

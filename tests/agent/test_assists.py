@@ -30,7 +30,8 @@ from searchbox.progress import ProgressPrinter
 from searchbox.records.events import AssistFired, load_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.records.job_folder import JobFolder
-from searchbox.settings import ASSIST_NAMES, Settings, SettingsError
+from searchbox.settings import Settings, SettingsError
+from searchbox.settings.loop import ASSIST_NAMES
 from searchbox.ui.feed import Feed
 
 QUESTION = "When does the office lease end?"

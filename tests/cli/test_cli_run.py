@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from searchbox.settings import ASSIST_NAMES
+from searchbox.settings.loop import ASSIST_NAMES
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 

@@ -18,7 +18,8 @@ from searchbox.evaluation.transcript import run_transcript
 from searchbox.jobs.job import create_job
 from searchbox.records.events import AssistFired, load_events
 from searchbox.records.files import read_jsonl
-from searchbox.settings import ASSIST_NAMES, Settings
+from searchbox.settings import Settings
+from searchbox.settings.loop import ASSIST_NAMES
 
 QUESTION = "When does the office lease end?"
 SAME = Said(calls=[("keyword_search", {"query": "lease"})])

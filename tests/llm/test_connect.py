@@ -28,7 +28,8 @@ from searchbox.llm.llamacpp.speed import Speed
 from searchbox.llm.choice.presets import PRESETS, SMALL_MODEL_ASSISTS, AutoPick, auto_pick, find_preset, fit_limits
 from searchbox.records.files import read_json
 from searchbox.records.job_folder import SCHEMA_VERSION
-from searchbox.settings import Settings, SettingsError, knob_docs
+from searchbox.settings import Settings, SettingsError
+from searchbox.settings.docs import knob_docs
 
 NOT_CACHED = "searchbox-tests/never-cached-GGUF:model-Q4_K_M.gguf"
 # The module, not the function searchbox.llm re-exports under the same name.

@@ -19,7 +19,8 @@ from testkit.app_server import running_app, throwaway_home
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint
 from searchbox.jobs.store import STATE_FILE, JobStore
-from searchbox.settings import Settings, without_userinfo
+from searchbox.settings import Settings
+from searchbox.settings.urls import without_userinfo
 from searchbox.ui.visitors import ENDPOINT_CHOICE, RunRequest
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from testkit.app_server import PACKAGED_KNOBS, default_jobs_dir, running_app, server_tracebacks, throwaway_home
-from searchbox.settings import knob_fields
+from searchbox.settings.resolved import knob_fields
 from test_browser import CHROMIUM, CHROMIUM_ARGS, no_error_badges
 
 LLAMA_URL = os.environ.get("LLAMA_URL", "")

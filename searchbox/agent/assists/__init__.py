@@ -17,13 +17,14 @@ from searchbox.agent.assists.repeat_guard import RepeatGuard
 from searchbox.agent.assists.source_hint import SourceHint
 from searchbox.agent.assists.wrap_up import WrapUp
 from searchbox.llm.types import ToolCall, ToolChoice
-from searchbox.settings import ASSIST_NAMES, Settings
+from searchbox.settings import Settings
+from searchbox.settings.loop import ASSIST_NAMES
 from searchbox.tools.tool import ToolResult
 
 ASSISTS: dict[str, type[Assist]] = {cls.name: cls for cls in (ForcedTool, ForceToolSteps, EmptyReply, AskSources,
                                                               SourceHint, KeepAnswer, RepeatGuard, WrapUp)}
-if tuple(ASSISTS) != ASSIST_NAMES:  # settings.py names them for the knob; the two lists must agree
-    raise ImportError(f"the assists {tuple(ASSISTS)} are not settings.ASSIST_NAMES {ASSIST_NAMES}")
+if tuple(ASSISTS) != ASSIST_NAMES:  # settings/loop.py names them for the knob; the two lists must agree
+    raise ImportError(f"the assists {tuple(ASSISTS)} are not settings.loop.ASSIST_NAMES {ASSIST_NAMES}")
 
 Fired = Callable[[str, str, str], None]  # (assist, hook, what it sent)
 

@@ -31,7 +31,7 @@ from searchbox.llm.clients.assemble import ResponseBuilder
 from searchbox.llm.disclosure import MODEL_SERVER, hidden, url_forms
 from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
 from searchbox.llm.types import ChatModel, Message, StreamEvent, Tool, ToolChoice, Usage
-from searchbox.settings import without_userinfo
+from searchbox.settings.urls import without_userinfo
 
 log = logging.getLogger(__name__)
 

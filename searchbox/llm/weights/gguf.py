@@ -12,7 +12,7 @@ from typing import Any
 from searchbox.hub import hub_unavailable_reason
 from searchbox.llm.errors import GGUFUnavailable, LLMError
 from searchbox.llm.weights.packaged import PACKAGED, PACKAGED_GEMMA, file_sha256, packaged_gguf, recorded_sha256
-from searchbox.settings import default_cache_dir
+from searchbox.settings.storage import default_cache_dir
 
 __all__ = ["PACKAGED_GEMMA", "Progress", "gguf_digest", "resolve_gguf"]
 

@@ -1,14 +1,18 @@
-"""Settings: one object resolves every knob from defaults, presets, environment and overrides."""
+"""Settings: one object resolves every knob, section by section, from defaults, presets, environment and overrides."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from searchbox.settings import RETRIEVAL_PRESETS, Settings, SettingsError, knob_docs, knobs_markdown
+from searchbox.settings import Settings, SettingsError
+from searchbox.settings.bundles import RETRIEVAL_PRESETS
+from searchbox.settings.docs import knob_docs, knobs_markdown
+from searchbox.settings.resolved import SECTIONS, knob_fields
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_match_the_spec() -> None:
@@ -102,3 +106,14 @@ def test_the_sampling_seed_is_a_number_or_unset() -> None:
     assert Settings.resolve(env={"LLM_SEED": " "}).llm_seed is None
     with pytest.raises(SettingsError, match="LLM_SEED must be a whole number"):
         Settings.resolve(env={"LLM_SEED": "lucky"})
+
+
+def test_every_knob_is_in_one_section_and_the_page_lists_it_there() -> None:
+    names = [f.name for section in SECTIONS for f in fields(section)]
+    assert len(names) == len(set(names)) == len(knob_fields())  # a name in two sections would hide one of them
+    page = knobs_markdown()
+    for section in SECTIONS:
+        heading = page.index(f"\n## {section.TITLE}\n")
+        following = [page.find(f"\n## {other.TITLE}\n") for other in SECTIONS]
+        end = min((at for at in following if at > heading), default=len(page))
+        assert all(f"| `{f.name.upper()}` |" in page[heading:end] for f in fields(section)), section.TITLE
