@@ -1,10 +1,11 @@
 """One run of a job, start or resume: the workspace, the tools, the records and the loop wired
 together. The app's scheduler, sweeps and `python -m searchbox run` all start a run through
-`connect_and_run`; `run_job` runs one with a model already at hand."""
+`connect_and_run`; `run_job` runs one with a model already at hand. Either way the run's settings are
+fitted once, in run_job (agent/run_settings.py), and recorded in config.json before anything of the run
+itself (its workspace, its records, the events after the model's loading notices) is written."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -20,16 +21,16 @@ from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.pi.driver import PiDriver
 from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.recording import RunRecording
+from searchbox.agent.run_settings import fit_run_settings
 from searchbox.agent.support_judge import configured_judge
 from searchbox.agent.toolbox import RunToolbox, tools_on_offer
 from searchbox.agent.turns import TurnMachine
 from searchbox.llm.dialects.call_parsing import with_call_parsing
 from searchbox.llm.disclosure import endpoint_name
-from searchbox.llm.choice.presets import AutoPick
+from searchbox.llm.choice.presets import AutoPick, Preset
 from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
-from searchbox.retrieval.availability import fit_retrieval
 from searchbox.settings import Settings
 from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
@@ -71,40 +72,30 @@ def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings,
 
 
 def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list[Listener] | None = None,
-            control: RunControl | None = None, llm_auto: AutoPick | None = None) -> str:
+            control: RunControl | None = None, llm_auto: AutoPick | None = None, preset: Preset | None = None) -> str:
     """Run the job in job_dir until it stops; returns the stop reason. Resumes when the job has a session.
-    `llm_auto`: what LLM_GGUF=auto picked for it, and why."""
+    `settings`: the run's as asked, fitted here to `model` and this machine (fit_run_settings; `preset`: the
+    catalog entry of the built-in model that runs, whose limits apply); `llm_auto`: what LLM_GGUF=auto picked
+    for it, and why."""
     control = control or RunControl()
-    settings, retrieval_notes = fit_to_machine(settings, model)
-    model = with_call_parsing(model, settings.tool_call_parsing)
     folder = JobFolder(job_dir)
-    if not settings.prompt_date:  # the prompt names today: the day the run started, also when it resumes
-        started_on = folder.read_config().get("PROMPT_DATE") or dt.date.today().isoformat()
-        settings = settings.with_derived(prompt_date=started_on)
-    if settings.derived:
-        folder.write_config(settings.as_config())  # the values the run really uses
+    recorded = folder.read_config()  # a resumed run's, from its first start; {} before
+    settings, notes = fit_run_settings(settings, model, preset=preset, recorded=recorded)
+    if settings.as_config() != recorded:  # config.json's one writer: a resume rewrites it only where it differs
+        folder.write_config(settings.as_config())
+    model = with_call_parsing(model, settings.tool_call_parsing)
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     workspace.judge, judge_client = configured_judge(settings, lambda: model)
     toolbox = RunToolbox(workspace, settings)
     recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings, llm_auto))
     bus = EventBus(folder.events, [recording, *(listeners or [])])
-    for note in [*retrieval_notes, *toolbox.notes]:
+    for note in [*notes, *toolbox.notes]:
         bus.emit(Notice(level="warning", message=note))
     try:
         return make_loop(job_dir, settings, model, toolbox, bus, control).run(folder.question())
     finally:
         if judge_client is not None:
             judge_client.close()
-
-
-def fit_to_machine(settings: Settings, model: ChatModel) -> tuple[Settings, list[str]]:
-    """The settings a run with this model uses: the context window the runtime gave it, and retrieval models
-    this machine can load (with a note for each change)."""
-    window = getattr(model, "context_window", None)
-    if window and window < settings.context_window:
-        # The runtime capped the window for this model: compaction and the records use the real one.
-        settings = settings.with_derived(context_window=window)
-    return fit_retrieval(settings)
 
 
 def run_prompt_head(settings: Settings) -> tuple[dict[str, str], list[dict[str, Any]]]:
@@ -128,7 +119,7 @@ def keep_prompt_prefix(settings: Settings, on_note: Callable[[str], None]) -> Ke
     connection = connect_for_run(settings, on_note=on_note)
     if not isinstance(connection.model, LlamaCppModel):
         return None
-    system, schemas = run_prompt_head(fit_to_machine(connection.settings, connection.model)[0])
+    system, schemas = run_prompt_head(fit_run_settings(settings, connection.model, preset=connection.preset)[0])
     return connection.model.keep_prefix([system], schemas or None)
 
 
@@ -166,10 +157,10 @@ def connect_and_run(job_dir: Path, settings: Settings, control: RunControl, list
     started = time.monotonic()
     connection = connect_for_run(settings, on_note=lambda note: boot.emit(Notice(level="warning", message=note)),
                                  progress=progress)
-    model, settings = connection.model, connection.settings
+    model = connection.model
     boot.emit(Notice(level="info", message=f"model {model.model_id} ready in {time.monotonic() - started:.1f} s"))
     try:
-        return run_job(job_dir, settings, model, listeners, control, connection.auto)
+        return run_job(job_dir, settings, model, listeners, control, connection.auto, connection.preset)
     finally:
         if settings.llama_url:  # an HTTP client is cheap to remake; a loaded llama.cpp model is kept
             model.close()

@@ -217,6 +217,7 @@ def model_settings(base: Settings, models: list[str]) -> list[Settings]:
 def check_models(settings_per_model: list[Settings], probes: list[Probe], *, repeat: int = 1,
                  on_line: Callable[[str], None] = print) -> list[ModelReport]:
     """Connect to each model in turn (closing it after), pose every situation, collect the reports."""
+    from searchbox.agent.run_settings import fit_run_settings
     from searchbox.llm.choice.connect import connect_for_run
 
     situations, skipped = build_situations(probes, settings_per_model[0])
@@ -226,7 +227,9 @@ def check_models(settings_per_model: list[Settings], probes: list[Probe], *, rep
     for wanted in settings_per_model:
         # The output cap a run with this model would get (its preset's, unless MAX_OUTPUT_TOKENS is set).
         connection = connect_for_run(wanted, on_note=lambda note: on_line(f"note: {note}"))
-        settings = connection.settings
+        settings, notes = fit_run_settings(wanted, connection.model, preset=connection.preset)
+        for note in notes:
+            on_line(f"note: {note}")
         model = with_call_parsing(connection.model, settings.tool_call_parsing)  # as a run reads its replies
         report = ModelReport(model.model_id, skipped=skipped)
         on_line(f"{model.model_id}: {len(situations)} probes x {repeat}")

@@ -4,8 +4,8 @@ Each section is a dataclass of its own module (llm, retrieval, loop, tools, answ
 each knob with its meaning beside it; `Settings` inherits them all, so each knob's environment variable is
 still its name in upper case. `resolve()` layers: field default < retrieval preset < environment < per-run
 overrides. `as_config()` gives the resolved values a run records (secrets left out). Settings also
-remember which knobs a user set (`explicit`) and which were fitted to the run (`derived`), so what is
-fitted never overrides the user's own.
+remember which knobs a user set (`explicit`) and which were fitted to the run (`derived`, by
+agent/run_settings.py), so what is fitted never overrides the user's own.
 """
 
 from __future__ import annotations

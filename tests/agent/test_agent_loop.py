@@ -309,7 +309,7 @@ def test_the_prompts_date_is_recorded_and_kept_when_a_run_resumes_on_another_day
                                                                                     monkeypatch) -> None:
     import datetime as dt
 
-    import searchbox.agent.run as run_module
+    import searchbox.agent.run_settings as run_module
 
     Clock = fixed_day(dt.date(2026, 12, 2))
     monkeypatch.setattr(run_module.dt, "date", Clock)

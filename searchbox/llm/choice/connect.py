@@ -5,8 +5,9 @@ a preset name, or `auto` (the largest preset the GPU holds, or on a CPU the larg
 presets.auto_pick). When the GGUF must come from a hub
 that cannot be used and is not cached, the embedded model is booted instead: the packaged
 Qwen2.5-Coder-1.5B-Instruct, else the 0.5B, else Gemma 3 270M, whichever is installed and fits; one
-note says so. A preset's limits (context, output cap, steps per turn) apply to the knobs the user left
-alone.
+note says so. The catalog preset of the model booted comes back with it: its limits (context, output cap,
+steps per turn...) apply to the knobs the user left alone when the run's settings are fitted
+(agent/run_settings.py); its context window is the one the model is loaded with.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from searchbox.llm.choice.cpu_speed import cpu_speed
-from searchbox.llm.choice.presets import PRESETS, AutoPick, Preset, auto_pick, find_preset, fit_limits, fits
+from searchbox.llm.choice.presets import PRESETS, AutoPick, Preset, auto_pick, context_window_for, find_preset, fits
 from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.disclosure import endpoint_name
 from searchbox.llm.errors import GGUFUnavailable, PackagedModelUnavailable
@@ -37,7 +38,7 @@ Note = Callable[[str], None]
 @dataclass(frozen=True)
 class Connection:
     model: ChatModel
-    settings: Settings  # the run's settings, limits fitted to the model that runs (Settings.derived)
+    preset: Preset | None = None  # the catalog entry of the built-in model booted, whose limits a run's settings get
     auto: AutoPick | None = None  # what LLM_GGUF=auto picked and why
 
 
@@ -48,22 +49,18 @@ def connect(settings: Settings, *, on_note: Note | None = None, progress: Progre
 
 def connect_for_run(settings: Settings, *, on_note: Note | None = None,
                     progress: Progress | None = None) -> Connection:
-    """The chat model, and the settings a run with it should use: the limits of the model's preset for
-    the knobs the user did not set."""
+    """The chat model, with the catalog preset whose limits a run with it gets (fit_run_settings) and what
+    LLM_GGUF=auto picked."""
     note = on_note or log.warning
     if settings.llama_url:
         if borrowed_key(settings) and not _said_borrowed_key.is_set():
             _said_borrowed_key.set()
             note("LLAMA_API_KEY is unset: the key in OPENAI_API_KEY is sent to the endpoint")
-        return Connection(endpoint_client(settings, settings.llama_url, settings.model_id), settings)
+        return Connection(endpoint_client(settings, settings.llama_url, settings.model_id))
     preset, path, auto = _choose_gguf(settings, note, progress)
-    if preset is not None:
-        settings, notes = fit_limits(settings, preset)
-        for message in notes:
-            note(message)
-    return Connection(load_llamacpp(path, settings.context_window, prefix_store(settings), settings.llm_kv_cache,
-                                    settings.llm_threads),
-                      settings, auto)
+    window = context_window_for(settings, preset) if preset is not None else settings.context_window
+    return Connection(load_llamacpp(path, window, prefix_store(settings), settings.llm_kv_cache, settings.llm_threads),
+                      preset, auto)
 
 
 def endpoint_client(settings: Settings, url: str, model_id: str) -> OpenAIClient:

@@ -204,6 +204,13 @@ def find_preset(name_or_gguf: str) -> Preset | None:
     return next((p for p in PRESETS if name_or_gguf in (p.name, p.gguf)), None)
 
 
+def context_window_for(settings: Settings, preset: Preset) -> int:
+    """The context window a run of the preset gets, and its model is loaded with: CONTEXT_WINDOW where the user
+    set it, else the preset's; at most the preset's max_ctx."""
+    wanted = settings.context_window if "context_window" in settings.explicit else preset.context_window
+    return min(wanted, preset.max_ctx)
+
+
 def fit_limits(settings: Settings, preset: Preset) -> tuple[Settings, list[str]]:
     """The settings with the preset's limits for every limit knob the user left alone, and the context
     capped at the preset's max_ctx; the changed knobs are recorded as derived. Also returns notes for
@@ -212,9 +219,10 @@ def fit_limits(settings: Settings, preset: Preset) -> tuple[Settings, list[str]]
     if settings.harness == "pi":  # Pi is the minimal harness: no assist runs, so none is recorded as chosen
         values.pop("harness_assists", None)
     notes = []
-    if values.get("context_window", settings.context_window) > preset.max_ctx:
-        values["context_window"] = preset.max_ctx
+    window = context_window_for(settings, preset)
+    if window < values.get("context_window", settings.context_window):
         notes.append(f"context window capped at {preset.max_ctx} tokens for {preset.name} "
                      f"(CONTEXT_WINDOW={settings.context_window})")
+    values["context_window"] = window
     changed = {name: value for name, value in values.items() if getattr(settings, name) != value}
     return (settings.with_derived(**changed) if changed else settings), notes
