@@ -5,7 +5,7 @@ What travels:
 - the dataroom, once per node: the driver puts it in Ray's object store once; a task reads it from
   there only when its node's content-addressed cache (<cache dir>/sweep-datarooms/<sha256>) lacks it;
 - the job folder, both ways, without the dataroom: to the task the driver's prepared folder (its
-  question and config, and a resumed run's session and records); back, every record of the run, laid
+  question, and a resumed run's config, session and records); back, every record of the run, laid
   over the driver's folder, which keeps its own dataroom copy and input.zip. Only regular files
   travel (a link or a FIFO that confined code left in work/ stays behind on the node);
 - the embedding and extraction caches stay on each node, under its cache dir: warm across runs.

@@ -1,5 +1,7 @@
 """A new job (design §2.2): the dataroom installed read-only under work/, the inputs beside it (the
-layout is records.job_folder's). Only the folder: the run builds the job's workspace when it starts."""
+layout is records.job_folder's). Only the folder: the run builds the job's workspace when it starts, and
+records its config.json then, with the settings it really uses (agent/run_settings.py); until then the
+settings asked for are the caller's (the app keeps them in job.json)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from searchbox.settings import Settings
 
 
 def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -> None:
-    """Lay out a new job. A refused dataroom raises DataroomError after recording error_dataroom."""
+    """Lay out a new job. A refused dataroom raises DataroomError after recording error_dataroom, with the
+    settings asked for in its run_meta.json (no run starts to record a config.json)."""
     if not question.strip():
         raise ValueError("the question is empty")
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -23,7 +26,6 @@ def create_job(job_dir: Path, question: str, source: Path, settings: Settings) -
         raise FileExistsError(f"{job_dir} is not empty; choose a new folder for the run")
     folder = JobFolder(job_dir)
     folder.write_question(question)
-    folder.write_config(settings.as_config())
     try:
         prepare_work_dir(job_dir, source)
     except DataroomError as exc:

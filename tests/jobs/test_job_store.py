@@ -28,12 +28,14 @@ def base() -> Settings:
 def test_a_job_is_a_job_folder_with_its_state(store: JobStore, source: Path, base: Settings) -> None:
     record = store.create(f"  {QUESTION}\n", source, {"turn_budget": 3}, "alice", base)
     job_dir = store.job_dir(record.id)
-    for name in ("query.txt", "config.json", "input.zip", STATE_FILE, "work/dataroom/legal/lease.txt"):
+    for name in ("query.txt", "input.zip", STATE_FILE, "work/dataroom/legal/lease.txt"):
         assert (job_dir / name).exists(), name
     assert (record.state, record.owner, record.question) == ("queued", "alice", QUESTION)
     assert record.preempted_at is None and record.last_active_at is None and record.foreground
     assert store.get(record.id) == record
-    assert json.loads((job_dir / "config.json").read_text())["TURN_BUDGET"] == 3
+    # The settings asked for live in job.json until the run starts and records what it really uses in config.json.
+    assert json.loads((job_dir / STATE_FILE).read_text())["overrides"] == {"turn_budget": 3}
+    assert store.settings_for(record, base).turn_budget == 3 and not (job_dir / "config.json").exists()
 
     record.state, record.stop_reason = "done", "first_turn_done"
     store.save(record)
