@@ -81,8 +81,9 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     folder = JobFolder(job_dir)
     recorded = folder.read_config()  # a resumed run's, from its first start; {} before
     settings, notes = fit_run_settings(settings, model, preset=preset, recorded=recorded)
-    if settings.as_config() != recorded:  # config.json's one writer: a resume rewrites it only where it differs
-        folder.write_config(settings.as_config())
+    config = settings.as_config()
+    if config != recorded:  # config.json's one writer: a resume rewrites it only where the settings differ
+        folder.write_config(config)
     model = with_call_parsing(model, settings.tool_call_parsing)
     workspace = Workspace.open(job_dir, settings, control.token)  # a stop request cuts the tool that runs
     workspace.judge, judge_client = configured_judge(settings, lambda: model)
