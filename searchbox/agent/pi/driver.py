@@ -224,6 +224,7 @@ class PiDriver:
         return None
 
     def _compaction_end(self, event: Line) -> None:
+        """Pi's compaction, done or failed (Pi goes on without it); one an abort cut is neither."""
         result = event.get("result")
         if isinstance(result, dict):
             tokens_before = int(result.get("tokensBefore") or 0)
@@ -232,6 +233,10 @@ class PiDriver:
                                            _usage(result.get("usage") or {}))
             self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=len(self.session.messages),
                                      compactions=self.session.compactions, summary_chars=len(summary)))
+        elif not event.get("aborted"):
+            error = hidden(str(event.get("errorMessage") or "the compaction failed")[:500], operator_details(self.settings))
+            self.bus.emit(Compaction(first_kept=self.session.first_kept, compactions=self.session.compactions,
+                                     error=error))
 
     def _message_end(self, message: dict[str, Any], cut: str | None) -> None:
         role = message.get("role")
