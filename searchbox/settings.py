@@ -170,6 +170,15 @@ class Settings:
         "native", "which agent harness runs the loop: native (searchbox's own) or pi (the Pi coding agent in RPC mode, "
         "with searchbox's tools, sandbox and records; needs Node.js and `npm ci --prefix pi`)", choices=("native", "pi")
     )
+    # The seed's values (hanxiao/searchbox, server/run_searchbox.py), set for its 128K window.
+    pi_compaction_reserve_tokens: int = knob(
+        40000, "HARNESS=pi: Pi compacts once the context passes the window less this many tokens (its "
+        "compaction.reserveTokens; a window at or below it makes Pi compact whenever something is old enough)"
+    )
+    pi_compaction_keep_recent_tokens: int = knob(
+        20000, "HARNESS=pi: the most recent tokens Pi's compaction keeps as they are and does not summarise (its "
+        "compaction.keepRecentTokens; with a window smaller than this, nothing is ever old enough)"
+    )
     harness_assists: str = knob(
         "", "the assists of the agent loop that are on, a comma list of " + ", ".join(ASSIST_NAMES) + " (empty: the "
         "minimal loop); unless set, the built-in runtime's model preset fits it (for the packaged models, those an "
@@ -445,6 +454,9 @@ class Settings:
         for name in ("searchbox_max_queued_runs", "searchbox_max_queued_per_address", "searchbox_max_queued_total",
                      "searchbox_fair_share_seconds", "searchbox_uploads_per_address", "searchbox_uploads_per_address_mb",
                      "searchbox_uploads_total_mb", "searchbox_upload_stall_seconds"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"{name.upper()} must be 0 or more")
+        for name in ("pi_compaction_reserve_tokens", "pi_compaction_keep_recent_tokens"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name.upper()} must be 0 or more")
         if self.llm_threads < 0:

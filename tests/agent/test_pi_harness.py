@@ -21,11 +21,11 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
-from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.assists import Assists
 from searchbox.agent.control import RunControl
 from searchbox.agent.pi import install
-from searchbox.agent.pi.config import PiPaths, pi_env
+from searchbox.agent.pi.config import PiPaths, pi_env, pi_settings
 from searchbox.agent.prompts import CONTINUE
 from searchbox.agent.run import connect_and_run, run_job
 from searchbox.evaluation.matrix import load_matrix
@@ -34,10 +34,11 @@ from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.llm.serve import ModelServer
 from searchbox.llm.types import ChatModel, ChatResponse, StreamEvent, Usage
-from searchbox.records.events import Event, Notice, StepEnd, ToolStart, read_events
+from searchbox.records.events import Compaction, Event, Notice, StepEnd, ToolStart, read_events
 from searchbox.records.files import read_json, read_jsonl
-from searchbox.settings import Settings
+from searchbox.settings import Settings, SettingsError
 from searchbox.tools.sandbox import choose
+from searchbox.ui.feed import Feed
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "When does the office lease end?"
@@ -275,6 +276,47 @@ def test_a_pi_turn_that_never_goes_idle_is_ended_at_max_steps_and_the_budget_goe
     # has ended before the abort lands (a loaded machine), its calls are answered "not run" and a fourth step
     # starts, aborted.
     assert max(e.step for e in events) <= 2 * 4
+
+
+@needs_pi
+@pytest.mark.slow
+def test_a_compaction_pi_could_not_make_is_an_event_recorded_and_shown_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The compaction knobs reach Pi's settings.json; a summary request the endpoint refuses ends Pi's
+    compaction with an error, which the run records as a compaction event with that error."""
+
+    def script(body: dict[str, Any]) -> Reply | Fault:
+        if not body.get("tools"):  # Pi's summary request offers no tool
+            return Fault.http(400, "summaries are refused here")
+        if not any(m["role"] == "tool" for m in body["messages"]):  # fills the window, as the usage says
+            return Reply(tool_calls=[{"name": "read", "arguments": {"path": "dataroom/legal/lease.txt"}}],
+                         usage={"prompt_tokens": 3900, "completion_tokens": 20})
+        return Reply(text="The lease runs until 31 March 2029 [s1].")
+
+    with ScriptedEndpoint(default=script) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                             context_window=4096, pi_compaction_reserve_tokens=1000, pi_compaction_keep_recent_tokens=10)
+        job = _job(tmp_path, "compaction", settings)
+        feed = Feed(QUESTION)
+        assert run_job(job, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=1),
+                       [feed.add]) == "first_turn_done"
+        asked_for_summaries = [r for r in endpoint.requests if not r.body.get("tools")]
+    pi_settings = read_json(job / "pi" / "agent" / "settings.json", {})
+    assert pi_settings["compaction"] == {"reserveTokens": 1000, "keepRecentTokens": 10}
+    failed = [e for e in read_events(job / "events.jsonl") if isinstance(e, Compaction)]
+    assert asked_for_summaries and failed and all("summaries are refused here" in e.error for e in failed), failed
+    assert read_json(job / "timing.json", {})["compactions"] == 0
+    assert not [row for row in read_jsonl(job / "session.jsonl") if row["type"] == "compaction"]
+    shown = [m["content"] for m in feed.messages if str(m["content"]).startswith("⚠️ Context compaction failed")]
+    assert shown and "summaries are refused here" in shown[0]
+    assert (job / "work" / "ANSWER.md").read_text(encoding="utf-8").startswith("The lease runs until 31 March 2029")
+
+
+def test_pis_compaction_budgets_are_the_seeds_unless_set() -> None:
+    assert pi_settings(Settings.resolve(env={}))["compaction"] == {"reserveTokens": 40000, "keepRecentTokens": 20000}
+    mine = Settings.resolve(env={"PI_COMPACTION_RESERVE_TOKENS": "8000", "PI_COMPACTION_KEEP_RECENT_TOKENS": "4000"})
+    assert pi_settings(mine)["compaction"] == {"reserveTokens": 8000, "keepRecentTokens": 4000}
+    with pytest.raises(SettingsError):
+        Settings.resolve(env={}, pi_compaction_keep_recent_tokens=-1)
 
 
 @needs_pi

@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from searchbox.agent.pi.install import EXTENSION, node_binary, pi_entry
@@ -103,19 +104,27 @@ def url_problem(llama_url: str) -> str | None:
     return None
 
 
-def write_agent_dir(paths: PiPaths, url: str, model_id: str, context_window: int, max_tokens: int) -> None:
-    """models.json with one provider, the run's model; settings.json keeps Pi's loop as it ships."""
+def pi_settings(settings: Settings) -> dict[str, Any]:
+    """Pi's settings.json: its loop as it ships but for the compaction's budgets, which are knobs (the
+    seed's values unless set)."""
+    return {"quietStartup": True,
+            "compaction": {"reserveTokens": settings.pi_compaction_reserve_tokens,
+                           "keepRecentTokens": settings.pi_compaction_keep_recent_tokens}}
+
+
+def write_agent_dir(paths: PiPaths, url: str, model_id: str, settings: Settings) -> None:
+    """models.json with one provider, the run's model (its window and output cap); settings.json."""
     for folder in (paths.agent_dir, paths.sessions, paths.home, paths.project):
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
         "baseUrl": url, "api": "openai-completions", "apiKey": f"${KEY_VARIABLE}",
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
         "models": [{"id": model_id, "name": model_id, "reasoning": False, "input": ["text"],
-                    "contextWindow": context_window, "maxTokens": max_tokens,
+                    "contextWindow": settings.context_window, "maxTokens": settings.max_output_tokens,
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
     }}}
     (paths.agent_dir / "models.json").write_text(json.dumps(models, indent=2), encoding="utf-8")
-    (paths.agent_dir / "settings.json").write_text(json.dumps({"quietStartup": True}), encoding="utf-8")
+    (paths.agent_dir / "settings.json").write_text(json.dumps(pi_settings(settings), indent=2), encoding="utf-8")
 
 
 def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None) -> list[str]:

@@ -96,7 +96,7 @@ class PiDriver:
         if problem:
             raise RunOver("error_harness", problem)
         url, model_id = self._model_endpoint(stack)
-        write_agent_dir(self.paths, url, model_id, self.settings.context_window, self.settings.max_output_tokens)
+        write_agent_dir(self.paths, url, model_id, self.settings)
         token = secrets.token_hex(16)
         server = ToolServer(self.paths.socket, token, self._submit)
         stack.callback(server.close)
