@@ -54,6 +54,8 @@ class ProgressPrinter:
             case StepEnd(usage=u, text=text, tool_calls=calls, llm_ms=llm_ms):
                 said = f"  “{text.strip()[:120]}”" if text.strip() and not calls else ""
                 return f"  step {event.step}: {u['input']:,} in / {u['output']:,} out tokens, {llm_ms / 1000:.1f}s{said}"
+            case Compaction(error=error) if error:
+                return f"  ! the context compaction failed: {error}"
             case Compaction(tokens_before=tokens_before, compactions=n):
                 return f"  compacted the context ({tokens_before:,} tokens before; compaction {n})"
             case AssistFired(assist=assist, hook=hook, sent=sent):

@@ -2,7 +2,7 @@
 // socket (SEARCHBOX_TOOL_SOCKET, with SEARCHBOX_TOOL_TOKEN): the built-ins keep Pi's stock descriptions and
 // schemas but execute through searchbox's confined tools; the catalog tools are declared by catalog.json.
 // Which tools a run offers (SEARCHBOX_TOOLS, bash only at a confining level) is searchbox's answer to "tools".
-import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import {
   createBashToolDefinition,
   createEditToolDefinition,
@@ -11,7 +11,7 @@ import {
   createLsToolDefinition,
   createReadToolDefinition,
   createWriteToolDefinition,
-} from "@mariozechner/pi-coding-agent";
+} from "@earendil-works/pi-coding-agent";
 import { readFileSync } from "node:fs";
 import { createConnection, type Socket } from "node:net";
 

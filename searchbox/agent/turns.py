@@ -166,20 +166,23 @@ class TurnMachine:
     def _where_it_stopped(self) -> StoppedAt:
         """Where a resumed run's last part stopped, from its session, events and turns.jsonl: inside a turn;
         between turns (the last one ended idle and was recorded); or killed after a turn's last response and
-        before its turn_end was recorded. A part that stopped rather than died recorded its turns: a reply
-        that a stop cut (Pi's aborted message) leaves the turn to go on."""
+        before its turn_end was recorded. A part that stopped inside a turn (not after its turn_end) leaves
+        the turn to go on: a reply that a stop cut (Pi's aborted message) looks idle but is not the turn's last."""
         last = self.session.messages[-1]
         idle = last.get("role") == "assistant" and not last.get("tool_calls")
-        opened, stopped = 0, False  # the last turn the events opened; whether a stop came after it
+        opened, cut = 0, False  # the last turn the events opened; whether a stop cut it before its turn_end
+        ended = False
         for event in read_events(self.folder.events):
             match event:
                 case TurnStart():
-                    opened, stopped = event.turn, False
+                    opened, ended, cut = event.turn, False, False
+                case TurnEnd():
+                    ended = True
                 case Stop():
-                    stopped = True
+                    cut = not ended
         if opened <= self.progress.turn:
             return "between_turns" if idle else "mid_turn"
-        return "turn_unrecorded" if idle and not stopped else "mid_turn"
+        return "turn_unrecorded" if idle and not cut else "mid_turn"
 
     # -- what drivers call ----------------------------------------------------------------
 

@@ -159,11 +159,14 @@ class TurnEnd(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Compaction(Event):
+    """Older messages were summarised; or, with `error`, a compaction failed and the run went on without it
+    (Pi's: the native loop stops with error_llm instead)."""
     type: ClassVar[str] = "compaction"
     tokens_before: int = 0
     first_kept: int = 0
-    compactions: int = 1  # in the whole run so far, this one included
+    compactions: int = 1  # done in the whole run so far, this one included unless it failed
     summary_chars: int = 0
+    error: str = ""  # why it failed; empty for one that was done
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -62,7 +62,7 @@ class RunStats:
                 self.tools_ms[name] += duration_ms
                 self.tool_ms += duration_ms
                 self.programs.update(details.get("programs") or [])
-            case Compaction():
+            case Compaction(error=""):  # done ones: a failed one is in the events, not in the count
                 self.compactions += 1
             case AssistFired(assist=assist):
                 self.assists[assist] += 1

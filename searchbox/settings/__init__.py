@@ -2,7 +2,7 @@
 
     llm.py        the model: LLAMA_URL or the built-in runtime's GGUF, its context and output cap
     retrieval.py  the embedder and reranker, chunking, how search_dataroom ranks
-    loop.py       turns, budget and time limits, the harness, the assists, the prompt's day
+    loop.py       turns, budget and time limits, the harness and Pi's compaction, the assists, the prompt's day
     tools.py      the tools a run offers, how much of a result the model sees, the bash sandbox
     answers.py    quotes in citations, the premise check, the citation judge
     storage.py    the shared disk cache and the app's jobs folder

@@ -1,5 +1,5 @@
-"""The agent loop's knobs: its turns and their budget and time limits, the harness that drives them, the assists
-that are on, and the day its prompt names."""
+"""The agent loop's knobs: its turns and their budget and time limits, the harness that drives them (and, under
+Pi, when its compaction runs), the assists that are on, and the day its prompt names."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ _ASSISTS_WITH_A_KNOB = frozenset({"force_tool_steps", "forced_tool"})
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """How many turns a run takes and how long they may run, which harness drives them, which assists act, and
-    the day the system prompt names."""
+    """How many turns a run takes and how long they may run, which harness drives them and when Pi compacts,
+    which assists act, and the day the system prompt names."""
 
     TITLE: ClassVar[str] = "The agent loop"
 
@@ -34,6 +34,15 @@ class LoopSettings:
     harness: str = knob(
         "native", "which agent harness runs the loop: native (searchbox's own) or pi (the Pi coding agent in RPC mode, "
         "with searchbox's tools, sandbox and records; needs Node.js and `npm ci --prefix pi`)", choices=("native", "pi")
+    )
+    # The seed's values (hanxiao/searchbox, server/run_searchbox.py), set for its 128K window.
+    pi_compaction_reserve_tokens: int = knob(
+        40000, "HARNESS=pi: Pi compacts once the context passes the window less this many tokens (its "
+        "compaction.reserveTokens; a window at or below it makes Pi compact whenever something is old enough)"
+    )
+    pi_compaction_keep_recent_tokens: int = knob(
+        20000, "HARNESS=pi: the most recent tokens Pi's compaction keeps as they are and does not summarise (its "
+        "compaction.keepRecentTokens; with a window smaller than this, nothing is ever old enough)"
     )
     harness_assists: str = knob(
         "", "the assists of the agent loop that are on, a comma list of " + ", ".join(ASSIST_NAMES) + " (empty: the "
@@ -90,5 +99,6 @@ def check(settings: LoopSettings, explicit: frozenset[str]) -> None:
         except ValueError:
             raise SettingsError(f"PROMPT_DATE must be a date, YYYY-MM-DD (got {settings.prompt_date!r})") from None
     at_least(settings, 1, ("turn_budget", "turn_timeout_seconds", "ceiling_seconds", "max_steps_per_turn"))
+    at_least(settings, 0, ("pi_compaction_reserve_tokens", "pi_compaction_keep_recent_tokens"))
     if settings.force_tool_steps < 0:
         raise SettingsError("FORCE_TOOL_STEPS must be 0 or more")

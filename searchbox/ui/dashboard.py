@@ -41,7 +41,7 @@ class Dashboard:
                 self.budget = budget
             case StepEnd(context_tokens=tokens):
                 self.points.append({"step": len(self.points) + 1, "turn": event.turn, "tokens": tokens})
-            case Compaction(tokens_before=tokens_before):
+            case Compaction(tokens_before=tokens_before, error=""):  # a failed one changed no context
                 # It happens inside a step, before that step's response: between two points.
                 self.compactions.append({"step": len(self.points) + 0.5, "tokens_before": tokens_before})
             case TurnEnd(tokens=tokens):

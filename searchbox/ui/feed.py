@@ -74,6 +74,8 @@ class Feed:
                 self._turn["metadata"]["log"] = _plural(self._turn_tools, "tool call")
                 self._done(self._turn, seconds)
                 self._turn = None
+            case Compaction(error=error) if error:  # Pi went on without it; the error may quote the endpoint
+                self._append(f"⚠️ Context compaction failed: {inert.markdown(error)}")
             case Compaction(tokens_before=tokens_before, summary_chars=chars, compactions=n):
                 log = f"{tokens_before:,} tokens before, summary of {chars:,} chars"
                 self._append("", title=f"🗜️ Context compacted (#{n})", status="done", log=log)

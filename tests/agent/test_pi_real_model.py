@@ -1,4 +1,4 @@
-"""A real Pi run (issue 23): Pi 0.73.1 against the packaged Qwen2.5-Coder-1.5B, which searchbox loads with
+"""A real Pi run (issue 23): the pinned Pi (1.6.0) against the packaged Qwen2.5-Coder-1.5B, which searchbox loads with
 llama.cpp and serves to Pi on a loopback OpenAI-compatible server, on the built-in dataroom.
 
 What the small model does under Pi's own prompt, in most runs: it calls tools (a built-in or a retrieval
@@ -46,8 +46,8 @@ RECORDS = ("config.json", "events.jsonl", "query.txt", "run_meta.json", "session
 
 
 def test_pi_answers_from_the_built_in_dataroom_with_the_packaged_model(tmp_path: Path) -> None:
-    """Whether the 1.5B calls a tool at all varies: Pi's prompt names the day and the job's folder, so the
-    same seed samples differently on another day or machine (in CI one run answered from nothing, and
+    """Whether the 1.5B calls a tool at all varies: Pi's prompt names the job's folder and the checkout's, so
+    the same seed samples differently on another machine (in CI one run answered from nothing, and
     here one seed in three did). Each run must leave whole records; one of at most three seeds must have
     called a tool, and that run's calls must have gone through searchbox's tools."""
     for attempt, seed in enumerate((7, 8, 9)):

@@ -160,7 +160,7 @@ def test_pi_gets_the_key_through_its_environment_and_no_file_holds_it(tmp_path: 
         assert run_job(job, settings, connect(settings)) == "first_turn_done"
         assert endpoint.requests and {_authorization(r.headers) for r in endpoint.requests} == {f"Bearer {KEY}"}
     models = read_json(job / "pi" / "agent" / "models.json", {})
-    assert models["providers"]["searchbox"]["apiKey"] == KEY_VARIABLE
+    assert models["providers"]["searchbox"]["apiKey"] == f"${KEY_VARIABLE}"  # Pi reads it from its environment
     leaks = [p for p in job.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     assert not leaks, leaks
 

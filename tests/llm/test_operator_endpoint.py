@@ -39,7 +39,7 @@ def test_a_visitors_bundle_shows_no_form_of_the_operators_endpoint(tmp_path: Pat
     JobFolder(job).work.mkdir(parents=True)
     (job / "work" / "ANSWER.md").write_text("The lease ends in 2029.\n")
     paths = PiPaths(job / "pi")
-    write_agent_dir(paths, base_url(settings.llama_url), "m", 4096, 256)  # what a HARNESS=pi run writes
+    write_agent_dir(paths, base_url(settings.llama_url), "m", settings)  # what a HARNESS=pi run writes
     paths.stderr.write_text(f"Error: connect ECONNREFUSED {HOST}:8081 ({base_url(LLAMA_URL)})\n")
     (job / "events.jsonl").write_text(json.dumps({"type": "notice", "message": _loading_message(settings)}) + "\n")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ from searchbox.records.events import EVENT_TYPES, PREVIEW_CHARS, Event, load_eve
 from searchbox.agent.run import run_job
 from searchbox.jobs.job import create_job
 from searchbox.llm.clients.openai_client import OpenAIClient
+from searchbox.progress import ProgressPrinter
 from searchbox.settings import Settings
+from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 
 QUESTION = "When does the office lease end?"
@@ -189,6 +192,24 @@ def test_notices_compaction_resume_and_the_stop_line() -> None:
     assert messages[-1] == {"role": "assistant", "content": "⏹️ Stopped: paused after 3 turns"}
     # The stop closes what it cut short: nothing keeps spinning.
     assert all(m.get("metadata", {}).get("status") != "pending" for m in messages)
+
+
+def test_a_failed_compaction_is_shown_and_counted_apart_from_done_ones() -> None:
+    """Pi goes on without a compaction that failed: the feed and the CLI say why, the count and the
+    context chart keep only the compactions that were done."""
+    failed = ev("compaction", 2, 4, first_kept=0, compactions=0, error="Auto-compaction failed: 400 the summary **failed**")
+    done = ev("compaction", 2, 5, tokens_before=9000, first_kept=6, compactions=1, summary_chars=800)
+    feed = Feed(QUESTION)
+    feed.add(failed)
+    assert feed.messages[-1]["content"].startswith("⚠️ Context compaction failed: Auto-compaction failed: 400")
+    out = io.StringIO()
+    ProgressPrinter(out)(failed)
+    assert out.getvalue() == "  ! the context compaction failed: Auto-compaction failed: 400 the summary **failed**\n"
+    dashboard = Dashboard()
+    for event in (failed, done):
+        dashboard.add(event)
+    assert dashboard.stats.compactions == 1 and [c["tokens_before"] for c in dashboard.compactions] == [9000]
+    assert EVENT_TYPES["compaction"].from_row(failed.to_row()) == failed
 
 
 def test_a_long_run_stays_linear() -> None:

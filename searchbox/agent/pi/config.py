@@ -1,8 +1,8 @@
 """How a run starts Pi: its agent folder (models.json naming the run's model), its command line and its
 environment. Everything lives in the job folder beside work/ (`<job>/pi/`), never inside it, and Pi's
 environment is an allowlist: no key or token of the app reaches it but the endpoint's own (LLAMA_API_KEY),
-which models.json names as an environment variable (Pi reads `apiKey` as a variable's name when one is
-set), so that the key is in no file.
+which models.json names as an environment variable (`"$NAME"`, which Pi interpolates), so that the key is
+in no file.
 
 Pi's openai-completions provider always streams (`stream: true` is fixed in pi-ai; its compat settings
 drop only `stream_options`). An endpoint that must get plain requests (LLM_STREAM=off, or auto once it
@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from searchbox.agent.pi.install import EXTENSION, node_binary, pi_entry
@@ -22,7 +23,7 @@ from searchbox.llm.clients.openai_client import is_stream_refusal, refused_strea
 from searchbox.settings import Settings
 
 PROVIDER = "searchbox"
-KEY_VARIABLE = "SEARCHBOX_LLM_KEY"  # models.json's apiKey: the variable of Pi's environment that holds the key
+KEY_VARIABLE = "SEARCHBOX_LLM_KEY"  # the variable of Pi's environment that holds the key (models.json: "$NAME")
 # What Pi sends where there is no key (the relay, a local server): any value, since Pi requires one.
 NO_KEY = "searchbox"
 
@@ -85,7 +86,7 @@ def relayed(settings: Settings) -> bool:
 def llm_problem(settings: Settings, error: str) -> str:
     """Pi's error for a failed request, with what to do where the endpoint refused a key or a stream. A
     stream refused under LLM_STREAM=auto is remembered, so that the process's next Pi run is relayed."""
-    status, _, _ = error.lstrip().partition(" ")
+    status = error.lstrip()[:3]  # Pi's message opens with the HTTP status: "401: {...}"
     if status in ("401", "403"):
         return f"{error} (the endpoint wants an API key: set LLAMA_API_KEY)"
     if status.isdigit() and is_stream_refusal(int(status), error) and settings.llama_url:
@@ -103,19 +104,27 @@ def url_problem(llama_url: str) -> str | None:
     return None
 
 
-def write_agent_dir(paths: PiPaths, url: str, model_id: str, context_window: int, max_tokens: int) -> None:
-    """models.json with one provider, the run's model; settings.json keeps Pi's loop as it ships."""
+def pi_settings(settings: Settings) -> dict[str, Any]:
+    """Pi's settings.json: its loop as it ships but for the compaction's budgets, which are knobs (the
+    seed's values unless set)."""
+    return {"quietStartup": True,
+            "compaction": {"reserveTokens": settings.pi_compaction_reserve_tokens,
+                           "keepRecentTokens": settings.pi_compaction_keep_recent_tokens}}
+
+
+def write_agent_dir(paths: PiPaths, url: str, model_id: str, settings: Settings) -> None:
+    """models.json with one provider, the run's model (its window and output cap); settings.json."""
     for folder in (paths.agent_dir, paths.sessions, paths.home, paths.project):
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
-        "baseUrl": url, "api": "openai-completions", "apiKey": KEY_VARIABLE,
+        "baseUrl": url, "api": "openai-completions", "apiKey": f"${KEY_VARIABLE}",
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
         "models": [{"id": model_id, "name": model_id, "reasoning": False, "input": ["text"],
-                    "contextWindow": context_window, "maxTokens": max_tokens,
+                    "contextWindow": settings.context_window, "maxTokens": settings.max_output_tokens,
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
     }}}
     (paths.agent_dir / "models.json").write_text(json.dumps(models, indent=2), encoding="utf-8")
-    (paths.agent_dir / "settings.json").write_text(json.dumps({"quietStartup": True}), encoding="utf-8")
+    (paths.agent_dir / "settings.json").write_text(json.dumps(pi_settings(settings), indent=2), encoding="utf-8")
 
 
 def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None) -> list[str]:
@@ -123,8 +132,9 @@ def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None
     argv = [node, str(pi_entry()), "--mode", "rpc", "--provider", PROVIDER, "--model", model_id,
             # Only the extension's tools: every built-in Pi offers runs through searchbox's confined tools.
             "--no-builtin-tools", "--extension", str(EXTENSION),
-            "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files",
-            "--offline", "--session-dir", str(paths.sessions), "--append-system-prompt", task_block]
+            # No other extension, skill, template, theme, context file or MCP server, and no project-local file.
+            "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--no-mcp",
+            "--no-approve", "--offline", "--session-dir", str(paths.sessions), "--append-system-prompt", task_block]
     if session is not None:
         argv += ["--session", str(session)]
     return argv

@@ -2,8 +2,9 @@
 (agent/turns.py), which owns everything around the turns, as it does for the native harness.
 
 Pi runs its own loop and compaction, untouched. Searchbox appends its task block to Pi's system prompt;
-each turn's opening message (the question, then `Continue.`) is a prompt to the idle Pi, and the turn is
-Pi's agent_start ... agent_end; a step is one of Pi's turns (one assistant message and its tool calls).
+each turn's opening message (the question, then `Continue.`) is a prompt to the idle Pi, and the turn lasts
+until Pi's agent_settled (its retries, compactions and overflow recovery done); a step is one of Pi's turns
+(one assistant message and its tool calls).
 Pause, Stop, preemption and the time limits abort Pi, and the tool running then is cut through the run's
 cancel token; TURN_TIMEOUT_SECONDS and MAX_STEPS_PER_TURN end the turn that way and the run goes on. A
 resumed run continues Pi's session file.
@@ -15,7 +16,6 @@ Pi's events become searchbox's typed events; token totals are summed from Pi's s
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import queue
@@ -96,16 +96,12 @@ class PiDriver:
         if problem:
             raise RunOver("error_harness", problem)
         url, model_id = self._model_endpoint(stack)
-        write_agent_dir(self.paths, url, model_id, self.settings.context_window, self.settings.max_output_tokens)
+        write_agent_dir(self.paths, url, model_id, self.settings)
         token = secrets.token_hex(16)
         server = ToolServer(self.paths.socket, token, self._submit)
         stack.callback(server.close)
         bash = "bash" in self.machine.toolbox.names
-        day = prompt_day(self.settings.prompt_date)
-        if day != dt.date.today():
-            self.bus.emit(Notice(level="warning", message=(
-                f"Pi's own prompt names this machine's date, {dt.date.today().isoformat()}, and PROMPT_DATE "
-                f"{day.isoformat()} reaches only the task block appended to it: a Pi run repeats only on the day it ran")))
+        day = prompt_day(self.settings.prompt_date)  # Pi's own prompt names no date: the task block's is the only one
         argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes,
                                                             premise=self.settings.premise_check),
                        self.paths.session_file())
@@ -149,7 +145,7 @@ class PiDriver:
     # -- one turn -------------------------------------------------------------------------
 
     def drive_turn(self, opening: str | None) -> None:
-        """The opening message as a prompt, then Pi's events and tool calls until its agent_end; a stop or a
+        """The opening message as a prompt, then Pi's events and tool calls until it settles; a stop or a
         time limit aborts Pi first."""
         assert opening is not None, "a Pi turn opens with a prompt (resume_message)"
         self._send({"type": "prompt", "message": opening})
@@ -211,25 +207,36 @@ class PiDriver:
             self._message_end(event.get("message") or {}, cut)
         elif kind == "tool_execution_end":
             self._tool_pi_answered(event)
-        elif kind == "compaction_end" and event.get("result"):
-            result = event["result"]
-            tokens_before = int(result.get("tokensBefore") or 0)
-            summary = str(result.get("summary") or "")
-            self.session.record_compaction(summary, len(self.session.messages), tokens_before, {})
-            self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=len(self.session.messages),
-                                     compactions=self.session.compactions, summary_chars=len(summary)))
-        elif kind == "auto_retry_start":
+        elif kind == "compaction_end":
+            self._compaction_end(event)
+        elif kind in ("auto_retry_start", "summarization_retry_scheduled"):
             failed = hidden(str(event.get("errorMessage"))[:300], operator_details(self.settings))
-            self.bus.emit(Notice(level="warning", message=f"the model failed ({failed}): "
+            what = "the model" if kind == "auto_retry_start" else "the compaction's summary"
+            self.bus.emit(Notice(level="warning", message=f"{what} failed ({failed}): "
                                                           f"Pi tries again ({event.get('attempt')} of {event.get('maxAttempts')})"))
         elif kind == "extension_error":
             self.bus.emit(Notice(level="error", message=f"Pi's extension failed: {str(event.get('error'))[:500]}"))
-        elif kind == "agent_end":
+        elif kind == "agent_settled":  # not agent_end: a retry or an overflow recovery may follow that
             return "idle"
         elif kind == "_exit":
             assert self.pi is not None
             raise RunOver("error_harness", f"Pi exited (code {event.get('code')}): {self.pi.stderr_tail()}")
         return None
+
+    def _compaction_end(self, event: Line) -> None:
+        """Pi's compaction, done or failed (Pi goes on without it); one an abort cut is neither."""
+        result = event.get("result")
+        if isinstance(result, dict):
+            tokens_before = int(result.get("tokensBefore") or 0)
+            summary = str(result.get("summary") or "")
+            self.session.record_compaction(summary, len(self.session.messages), tokens_before,
+                                           _usage(result.get("usage") or {}))
+            self.bus.emit(Compaction(tokens_before=tokens_before, first_kept=len(self.session.messages),
+                                     compactions=self.session.compactions, summary_chars=len(summary)))
+        elif not event.get("aborted"):
+            error = hidden(str(event.get("errorMessage") or "the compaction failed")[:500], operator_details(self.settings))
+            self.bus.emit(Compaction(first_kept=self.session.first_kept, compactions=self.session.compactions,
+                                     error=error))
 
     def _message_end(self, message: dict[str, Any], cut: str | None) -> None:
         role = message.get("role")
@@ -315,16 +322,21 @@ class PiDriver:
     # -- records ----------------------------------------------------------------------------
 
     def token_totals(self) -> dict[str, int]:
-        """Summed over every assistant message in Pi's session file (append-only, so compaction never
-        undercounts); searchbox's own transcript until Pi has written one."""
+        """Summed over every LLM call in Pi's session file: its assistant messages and the usage of its
+        compactions and other calls (append-only, so compaction never undercounts); searchbox's own
+        transcript until Pi has written one."""
         session = self.pi_session if self.pi_session and self.pi_session.is_file() else self.paths.session_file()
         if session is None or not session.is_file():
             return self.session.token_totals()
         totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         for row in read_jsonl(session):
             message = row.get("message") if row.get("type") == "message" else None
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                usage = _usage(message.get("usage") or {})
+            if isinstance(message, dict):
+                counted = message.get("usage") if message.get("role") == "assistant" else None
+            else:  # compaction, branch_summary and usage entries carry the usage of the call that made them
+                counted = row.get("usage")
+            if isinstance(counted, dict):
+                usage = _usage(counted)
                 for key in totals:
                     totals[key] += usage[key]
         totals["total"] = totals["input"] + totals["output"]
