@@ -22,8 +22,7 @@ class AnswerSettings:
     )
     premise_check: bool = knob(
         False, "tell the model, in the task, that a question may take for granted something the documents contradict, "
-        "and that its answer should then say so (a line of the system prompt; unless set, the built-in runtime's model "
-        "preset fits it)"
+        "and that its answer should then say so (a line of the system prompt)"
     )
     citation_judge: str = knob(
         "off", "who reads each citation the checker's words leave open (no figure missing from its sources, no "
