@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from searchbox.agent.pi.config import relayed
 from searchbox.agent.pi.install import installed_version, pinned_version
 from searchbox.llm.dialects.parsing import PARSER_VERSION
 from searchbox.settings import Settings
@@ -21,12 +22,13 @@ _ROOT = Path(__file__).resolve().parents[2]  # the checkout (or site-packages) h
 
 def harness_record(settings: Settings) -> dict[str, Any]:
     if settings.harness == "pi":
-        # Pi runs no assist. Its calls are parsed by searchbox when it serves the built-in runtime to Pi,
-        # by Pi itself (the endpoint's native tool calls) behind LLAMA_URL.
-        parsing = "endpoint" if settings.llama_url else settings.tool_call_parsing
+        # Pi runs no assist. Its calls are parsed by searchbox where searchbox serves Pi the model (the built-in
+        # runtime, or LLAMA_URL relayed in plain requests), by Pi itself (the endpoint's native tool calls) else.
+        ours = relayed(settings)
         return {"name": "pi", "version": installed_version(), "pinned": pinned_version(),
                 "searchbox_version": package_version(), "commit": git_commit(), "assists": [],
-                "tool_call_parsing": parsing, "parser_version": None if settings.llama_url else PARSER_VERSION}
+                "tool_call_parsing": settings.tool_call_parsing if ours else "endpoint",
+                "parser_version": PARSER_VERSION if ours else None}
     return {"name": NAME, "version": package_version(), "commit": git_commit(), "assists": list(settings.assists),
             "tool_call_parsing": settings.tool_call_parsing, "parser_version": PARSER_VERSION}
 

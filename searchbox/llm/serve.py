@@ -171,11 +171,14 @@ class HeldText:
 
 
 def _plain(message: Message) -> Message:
-    """A message with its content as one string: the runtime's chat templates take no content parts."""
+    """A message with its content as one string: the runtime's chat templates take no content parts, and an
+    endpoint may refuse the null content Pi sends with an assistant's tool calls (llama_cpp.server does)."""
     content = message.get("content")
     if isinstance(content, list):
         text = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
         message = {**message, "content": text}
+    elif content is None:
+        message = {**message, "content": ""}
     return {key: value for key, value in message.items() if key != "reasoning_content"}
 
 

@@ -136,6 +136,17 @@ def test_the_hint_s_own_matcher_finds_names_dates_and_numbers() -> None:
     assert answer_terms("FY2024 was audited.", "Who audited FY2024?") == []
 
 
+def test_a_pi_runs_record_says_who_read_its_calls() -> None:
+    """searchbox where it serves Pi the model (the built-in runtime, an endpoint relayed plain requests), else
+    the endpoint: Pi takes its native tool calls as they come."""
+    records = {(url, stream): harness.harness_record(Settings.resolve(env={}, harness="pi", llama_url=url,
+                                                                      llm_stream=stream))
+               for url, stream in (("", "on"), ("http://127.0.0.1:9/v1", "off"), ("http://127.0.0.1:9/v1", "on"))}
+    assert {key: (r["tool_call_parsing"], r["parser_version"]) for key, r in records.items()} == {
+        ("", "on"): ("lenient", PARSER_VERSION), ("http://127.0.0.1:9/v1", "off"): ("lenient", PARSER_VERSION),
+        ("http://127.0.0.1:9/v1", "on"): ("endpoint", None)}
+
+
 def test_the_harness_record_names_the_code_that_ran(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     settings = Settings.resolve(env={"HARNESS_ASSISTS": "wrap_up"})
     record = harness.harness_record(settings)

@@ -476,13 +476,18 @@ def test_a_chat_model_is_served_as_an_openai_compatible_endpoint() -> None:
         client = OpenAIClient(server.base_url, "fake", max_attempts=1)
         tools = [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}]
         first = client.complete([{"role": "user", "content": [{"type": "text", "text": "When?"}]}], tools, max_tokens=999)
-        second = client.complete([{"role": "user", "content": "When?"}], tools, max_tokens=999)
+        call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "lease"}'}}
+        second = client.complete([{"role": "user", "content": "When?"}, {"role": "assistant", "content": None,
+                                  "tool_calls": [call]}, {"role": "tool", "tool_call_id": "c1", "content": "2029"}],
+                                 tools, max_tokens=999)
         client.close()
     assert [(c.name, c.arguments) for c in first.tool_calls] == [("grep", {"pattern": "lease"})]
     assert first.text == "Looking." and first.usage.input == 100 and first.usage.output == 5
     assert second.text == "It ends in 2029." and not second.tool_calls
     # Content parts reached the model as one string; no request may ask for more than the run's cap.
     assert model.requests[0].messages[-1]["content"] == "When?" and model.requests[0].max_tokens == 64
+    # As did an assistant's null content beside its calls (as Pi sends it): llama_cpp.server refuses null.
+    assert model.requests[1].messages[1]["content"] == "" and model.requests[1].messages[1]["tool_calls"] == [call]
 
 
 def test_the_harness_matrix_compares_native_minimal_native_assisted_and_pi() -> None:
