@@ -117,7 +117,7 @@ class TurnMachine:
         try:
             with self.driver.running():
                 reason = settled_stop(self._turns(question, where), self.folder, question, self.session.messages,
-                                      self.bus)
+                                      self.toolbox.schemas(), self.bus)
         except RunOver as over:
             reason = over.reason
             if over.detail:
@@ -159,7 +159,8 @@ class TurnMachine:
         return time.monotonic()
 
     def _end_turn(self, started: float) -> None:
-        backstop_answer(self.folder, self.bus, self.session.messages, lambda final: self.assists.answer(self.view, final))
+        backstop_answer(self.folder, self.bus, self.session.messages, self.toolbox.schemas(),
+                        lambda final: self.assists.answer(self.view, final))
         self.bus.emit(TurnEnd(tool_calls=self.progress.tool_calls, tokens=self.driver.token_totals(),
                               compactions=self.session.compactions, seconds=round(time.monotonic() - started, 3)))
 

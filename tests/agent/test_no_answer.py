@@ -89,6 +89,17 @@ def test_an_empty_final_reply_stops_with_no_answer_not_done_and_a_short_answer_i
     assert reason == "first_turn_done" and stopped(folder) == ("first_turn_done", True, False)
 
 
+def test_a_call_the_output_cap_cut_off_is_never_the_answer(tmp_path, source) -> None:
+    cut = '{"name": "grep", "arguments": {"pattern": "The lease of the Dul'
+    reason, folder = run(tmp_path, source, FakeChatModel([READ, Said(cut)]), harness_assists="")
+    assert reason == "no_answer" and stopped(folder) == ("no_answer", False, True)
+    assert not folder.has_answer()
+    # Words before the cut-off call are the answer, without it.
+    model = FakeChatModel([READ, Said("Pellworth & Strand LLP [s1].\n" + cut)])
+    reason, folder = run(tmp_path, source, model, name="answered", harness_assists="")
+    assert reason == "first_turn_done" and folder.answer_text() == "Pellworth & Strand LLP [s1].\n"
+
+
 def test_a_reply_that_repeats_the_question_with_a_marker_is_no_answer(tmp_path, source) -> None:
     reply = "Who audited the FY2025 financial statements? [s1]."
     reason, folder = run(tmp_path, source, FakeChatModel([READ, Said(reply)]), harness_assists="")

@@ -81,7 +81,7 @@ def test_a_streamed_native_run_with_the_key(server: Served, tmp_path: Path) -> N
     job, reason, deltas = _run(tmp_path, _settings(tmp_path, server.url, llama_api_key=KEY))
 
     meta = read_json(job / "run_meta.json", {})
-    assert reason == meta["stop_reason"] == "first_turn_done" and meta["done"], meta
+    _assert_ended(job, reason, meta)
     assert meta["model_id"] == ALIAS and meta["backends"]["llm"] == "openai"
     # Streamed: some response arrived in many pieces while it was generated.
     assert max(deltas.values(), default=0) >= 2, deltas
@@ -92,8 +92,6 @@ def test_a_streamed_native_run_with_the_key(server: Served, tmp_path: Path) -> N
     assert meta["tokens"]["input"] > 0 and meta["tokens"]["output"] > 0
     usages = [row["usage"] for row in read_jsonl(job / "session.jsonl") if row.get("usage")]
     assert usages and all(u["input"] > 0 for u in usages)
-    answer = job / "work" / "ANSWER.md"
-    assert answer.exists() and answer.read_text(encoding="utf-8").strip()
     assert json.loads((job / "turns.jsonl").read_text().splitlines()[-1])["turn"] == 1
     _assert_no_key(job)
 
@@ -112,7 +110,7 @@ def test_a_native_run_with_streaming_off(server: Served, tmp_path: Path) -> None
     job, reason, _ = _run(tmp_path, _settings(tmp_path, server.url, llama_api_key=KEY, llm_stream="off"))
 
     meta = read_json(job / "run_meta.json", {})
-    assert reason == meta["stop_reason"] and reason in TURN_ENDED and meta["done"] == (reason != "no_answer"), meta
+    _assert_ended(job, reason, meta)
     assert read_json(job / "config.json", {})["LLM_STREAM"] == "off"
     # Plain requests: every response came whole, so none has a first token's time apart from its end.
     ends = _step_ends(job)
@@ -163,8 +161,6 @@ def test_a_pi_run_with_streaming_off(server: Served, tmp_path: Path) -> None:
     notices = _notices(job)
     assert any("in plain (unstreamed) requests to the endpoint" in n for n in notices), notices
     assert meta["harness"]["tool_call_parsing"] == "lenient"
-    written = job / "work" / "ANSWER.md"
-    assert '"arguments"' not in (written.read_text(encoding="utf-8") if written.is_file() else "")  # read as calls
     _assert_no_key(job)
 
 
@@ -218,8 +214,17 @@ def _assert_calls_ran(job: Path, meta: dict[str, Any]) -> None:
     assert [e["name"] for e in ran] == called and sum(m["role"] == "tool" for m in session) == len(called)
 
 
-def _assert_pi_run(job: Path, reason: str, meta: dict[str, Any]) -> None:
+def _assert_ended(job: Path, reason: str, meta: dict[str, Any]) -> None:
+    """The run's turns ended it, done exactly when it has an answer: with two steps, the 0.5B may spend both on
+    calls, and a call it wrote that the server left in `content` is never the answer (agent/backstop.py)."""
     assert reason == meta["stop_reason"] and reason in TURN_ENDED and meta["done"] == (reason != "no_answer"), meta
+    answer = job / "work" / "ANSWER.md"
+    written = answer.read_text(encoding="utf-8") if answer.is_file() else ""
+    assert (written.strip() or not meta["done"]) and '"arguments"' not in written, written
+
+
+def _assert_pi_run(job: Path, reason: str, meta: dict[str, Any]) -> None:
+    _assert_ended(job, reason, meta)
     assert meta["harness"]["name"] == "pi" and meta["harness"]["version"] == pinned_version()
     assert all((job / name).is_file() for name in RECORDS)
     assert meta["tool_calls"] == len([e for e in read_events(job / "events.jsonl") if e.type == "tool_end"])

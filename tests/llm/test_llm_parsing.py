@@ -12,6 +12,7 @@ from searchbox.llm.dialects.jsonfix import loads_lenient
 from searchbox.llm.clients.live_split import LiveSplitter
 from searchbox.llm.dialects.call_objects import parse_arguments
 from searchbox.llm.dialects.parsing import ParsedText, parse_assistant_text, parse_tool_calls, split_reasoning
+from searchbox.llm.dialects.written_calls import without_call_attempts
 from searchbox.tools.registry import enabled_tools, offered_tools
 
 TOOLS = [
@@ -187,6 +188,12 @@ WITH_GREP = [*OFFERED, {"type": "function", "function": {"name": "grep", "parame
          [("search_dataroom", {"query": "FY2025 financial statements", "k": 8, "paths": ["\n"]})], ""),
         ('Let me look.\n{"name": "grep", "arguments": {"pattern": "Pellworth"}', [("grep", {"pattern": "Pellworth"})],
          "Let me look."),
+        # The packaged 0.5B on llama-server, relayed to Pi: a brace too many, then a call cut off by the output cap
+        # (the two became the run's ANSWER.md in CI, tests/llm/test_llama_server.py).
+        ('{"name": "grep", "arguments": {"pattern": "Duluth", "path": "dataroom/03_legal"}}}\n'
+         '{"name": "grep", "arguments": {"pattern": "The lease of the Dul',
+         [("grep", {"pattern": "Duluth", "path": "dataroom/03_legal"})],
+         '{"name": "grep", "arguments": {"pattern": "The lease of the Dul'),
     ],
 )
 def test_lenient_reads_calls_written_outside_the_tags(text: str, calls: list, rest: str) -> None:
@@ -240,6 +247,22 @@ def test_recorded_and_labelled_replies_are_read_as_labelled(mode: str) -> None:
         calls, _ = parse_tool_calls(reply["text"], tools, mode)
         meant = reply["intended"] if reply["format"] in READ_BY[mode] else []  # prose and in-sentence: none
         assert [(c.name, c.arguments) for c in calls] == [(c["name"], c["arguments"]) for c in meant], reply["id"]
+
+
+@pytest.mark.parametrize(
+    "text, left",
+    [
+        ('{"name": "grep", "arguments": {"pattern": "The lease of the Dul', ""),  # cut off by the output cap
+        ('The lease ends in 2031 [s1].\n{"name": "grep", "arguments": {"pattern": "Dul', "The lease ends in 2031 [s1]."),
+        ('```json\n[{"function": "find", "arguments": {"pattern": "*.md"}}]]\n```\nDone.', "Done."),
+        ('  `{"name": "GREP", "arguments": {"pattern": 1}}}`', ""),
+        # No call of an offered tool, or none that starts a line: the reply's own words.
+        ('{"name": "Acme Holdings", "revenue": 48.2}', '{"name": "Acme Holdings", "revenue": 48.2}'),
+        ('I would call {"name": "grep", "arguments": {}} next.', 'I would call {"name": "grep", "arguments": {}} next.'),
+    ],
+)
+def test_a_call_attempt_read_or_not_is_no_part_of_the_reply_s_words(text: str, left: str) -> None:
+    assert without_call_attempts(text, WITH_GREP).strip() == left
 
 
 def test_strict_leaves_a_call_in_the_tool_lists_tags_as_text() -> None:

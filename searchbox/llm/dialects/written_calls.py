@@ -38,6 +38,9 @@ FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
 _CALL_START = re.compile(r"([A-Za-z_][\w.-]*)[ \t]*\(")
 _CLOSERS = {"{": "}", "[": "]", "(": ")"}
 _JSON_NAMES = {"true": True, "false": False, "null": None}
+# A line that opens a JSON call: `{"name": "grep", ...` or `[{"function": "grep", ...`, maybe in `inline code`.
+_CALL_ATTEMPT = re.compile(r'^[ \t]*`?([\[{])[\s\[{]*"(?:name|function)"\s*:\s*"([^"\\]*)"', re.M)
+_EMPTY_FENCE = re.compile(r"```[ \t]*[\w-]*[ \t]*\n\s*(?:```[ \t]*\n?|\Z)")
 
 
 def written_calls(text: str, tools: list[Tool] | None) -> tuple[list[ToolCall], str]:
@@ -56,6 +59,23 @@ def written_calls(text: str, tools: list[Tool] | None) -> tuple[list[ToolCall], 
         position = fence.end()
     pieces.append(_take_set_apart(text[position:], tools, offered, calls))
     return (_distinct(calls), "".join(pieces)) if calls else ([], text)
+
+
+def without_call_attempts(text: str, tools: list[Tool] | None) -> str:
+    """`text` less every JSON call of an offered tool that starts a line, read as a call or not: one cut off by
+    the output cap, or broken past what jsonfix mends, is still the model's attempt at a call, never an answer
+    (a Pi run's backstop once saved `{"name": "edit", "arguments": ...` as ANSWER.md). A fence left empty goes too."""
+    offered = offered_names(tools)
+    kept: list[str] = []
+    position = 0
+    for attempt in _CALL_ATTEMPT.finditer(text):
+        if attempt.start() < position or offered_name(attempt.group(2), offered) is None:
+            continue
+        end = _closing(text, attempt.start(1)) or len(text)
+        kept.append(text[position:attempt.start()])
+        position = end + len(text[end:].split("\n", 1)[0])  # with what is left of its line
+    kept.append(text[position:])
+    return _EMPTY_FENCE.sub("", "".join(kept))
 
 
 def holds_only_calls(text: str, tools: list[Tool] | None) -> bool:
@@ -124,7 +144,7 @@ def _set_apart(text: str, offered: set[str]) -> list[tuple[int, int, str]]:
         if end is not None:
             after = end + 1 if text.startswith("`", end) and opened > start else end
             rest = text[after:].split("\n", 1)[0]
-            if not rest.strip(" \t;"):
+            if not rest.strip(" \t;)]}"):  # a closer too many after a call is a slip, not prose
                 spans.append((line, after + len(rest), text[opened:end]))
                 line = after + len(rest)
         newline = text.find("\n", line)
