@@ -84,6 +84,10 @@ def public_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if k not in _SECRET_KNOBS and not _SECRET_NAME.search(k)}
 
 
+class QueueFull(ValueError):
+    """A new run refused because too many wait already (the visitor's, its address's or everyone's)."""
+
+
 @dataclass(frozen=True)
 class QueueLimits:
     """Runs that may wait at once beyond one visitor id's own (0 = no limit): from one client address, and
@@ -177,22 +181,22 @@ class JobStore:
                limits: QueueLimits | None = None) -> JobRecord:
         """Lay out a new queued job, after pruning old ones (SEARCHBOX_KEEP_DAYS, SEARCHBOX_JOBS_MAX_MB).
         max_waiting > 0: refused when the owner already has that many runs waiting; `limits` bound the runs
-        waiting from the `visitor` (a client address's digest) and over everyone. DataroomError,
-        SettingsError, ValueError propagate; nothing is left."""
+        waiting from the `visitor` (a client address's digest) and over everyone (QueueFull past any of them).
+        DataroomError, SettingsError, ValueError propagate; nothing is left."""
         job_id = secrets.token_urlsafe(16)
         limits = limits or QueueLimits()
         with self._lock:  # counted with the creates under way: a burst of submits cannot pass the limits
             waiting = {r.id: (r.owner, r.visitor) for r in self.list() if r.state in WAITING} | self._creating
             mine = sum(who == owner for who, _ in waiting.values())
             if max_waiting and mine >= max_waiting:
-                raise ValueError(f"You already have {mine} run{'s' if mine != 1 else ''} queued or running, the "
+                raise QueueFull(f"You already have {mine} run{'s' if mine != 1 else ''} queued or running, the "
                                  "most one visitor may have at once; wait for one to finish, or cancel one in the Jobs tab.")
             from_there = sum(bool(visitor) and where == visitor for _, where in waiting.values())
             if limits.per_visitor and from_there >= limits.per_visitor:
-                raise ValueError(f"Your address already has {from_there} runs queued or running, the most one address "
+                raise QueueFull(f"Your address already has {from_there} runs queued or running, the most one address "
                                  "may have at once; wait for one to finish, or cancel one in the Jobs tab.")
             if limits.total and len(waiting) >= limits.total:
-                raise ValueError(f"This app already has {len(waiting)} runs queued or running, the most it takes at "
+                raise QueueFull(f"This app already has {len(waiting)} runs queued or running, the most it takes at "
                                  "once; try again in a few minutes.")
             self._creating[job_id] = (owner, visitor)
         try:

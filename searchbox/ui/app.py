@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 
 from searchbox.settings import Settings
 from searchbox.ui.answer import CITATION_CSS, CITATION_JS
+from searchbox.ui.api.routes import ApiMount, build_api
 from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import Explorer
 from searchbox.ui.file_gate import FileGate
@@ -76,7 +77,9 @@ def build_app(settings: Settings | None = None, services: Services | None = None
 
 
 def launch_options(app: gr.Blocks) -> dict[str, Any]:
-    """What launch() takes for an app build_app made: the look, and the file gate in front of Gradio's
-    routes (uploads capped and granted to their address, files served only to theirs)."""
+    """What launch() takes for an app build_app made: the look, the REST API under /api/ (ahead of the gate: it
+    reads its own bodies within the same caps), and the file gate in front of Gradio's routes (uploads capped
+    and granted to their address, files served only to theirs)."""
     services: Services = app.services  # type: ignore[attr-defined]
-    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(FileGate, uploads=services.uploads)]}}
+    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(ApiMount, api=build_api(services)),
+                                                            Middleware(FileGate, uploads=services.uploads)]}}

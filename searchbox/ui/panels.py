@@ -57,22 +57,54 @@ class Problems:
         return "\n\n".join([status, *self.items]) if self.items else status
 
 
-def read_answer(job_dir: Path) -> tuple[str, str]:
-    """(answer Markdown with linked citations, sources HTML) from the job's files."""
+@dataclass(frozen=True)
+class ReaderAnswer:
+    """The answer as a reader is shown it: the page renders it, the REST API sends it as it is."""
+
+    text: str  # ANSWER.md as shown (what only echoed the harness left out); empty when there is none
+    sources: list[dict[str, Any]]  # the source ledger's rows
+    checks: list[dict[str, Any]] | None = None  # the citation checks, numbered as `text`'s markers; None: unchecked
+    refused: str = ""  # what stands at work/ANSWER.md instead of a file the app reads (never a link's target)
+    ended: bool = False  # the run ended without an answer
+
+    @property
+    def cited(self) -> list[str]:
+        return cited_ids(self.text)
+
+    @property
+    def note(self) -> str:
+        """Why there is no answer, in words; empty when there is one."""
+        if self.refused:
+            return f"No answer: work/{self.refused}"
+        if self.text:
+            return ""
+        return "No answer: the run ended without one." if self.ended else "No answer yet."
+
+
+def reader_answer(job_dir: Path) -> ReaderAnswer:
+    """The job's answer, its sources and the verdicts on its citations, from the job's files."""
     folder = JobFolder(job_dir)
     read, sources = folder.read_answer(), folder.read_sources()
-    markdown = read.text
-    if read.problem:  # the problem names only what stands there, never a link's target
-        return f"⚠️ No answer: work/{inert.markdown(read.problem)}", render_sources(sources, [])
-    if not markdown:  # a run that ended without one says so, rather than "yet"
-        ended = folder.read_meta().get("stop_reason") == NO_ANSWER
-        return "⚠️ *No answer: the run ended without one.*" if ended else "*No answer yet.*", render_sources(sources, [])
+    if read.problem:
+        return ReaderAnswer("", sources, refused=read.problem)
+    if not read.text:  # a run that ended without one says so, rather than "yet"
+        return ReaderAnswer("", sources, ended=folder.read_meta().get("stop_reason") == NO_ANSWER)
     # What the model only repeated from the harness is shown as the harness's, never as the model's answer.
-    echoes = job_echoes(markdown, job_dir)
-    checks = recorded_checks(job_dir, markdown)
-    shown = echoes.shown
-    return (render_answer(shown, sources, None if checks is None else echoes.shown_checks(checks)),
-            render_sources(sources, cited_ids(shown)))
+    echoes = job_echoes(read.text, job_dir)
+    checks = recorded_checks(job_dir, read.text)
+    return ReaderAnswer(echoes.shown, sources, None if checks is None else echoes.shown_checks(checks))
+
+
+def read_answer(job_dir: Path) -> tuple[str, str]:
+    """(answer Markdown with linked citations, sources HTML) from the job's files."""
+    answer = reader_answer(job_dir)
+    if answer.text:
+        return render_answer(answer.text, answer.sources, answer.checks), render_sources(answer.sources, answer.cited)
+    if answer.refused:
+        markdown = f"⚠️ No answer: work/{inert.markdown(answer.refused)}"
+    else:
+        markdown = f"⚠️ *{answer.note}*" if answer.ended else f"*{answer.note}*"
+    return markdown, render_sources(answer.sources, [])
 
 
 def recorded_checks(job_dir: Path, markdown: str) -> list[dict[str, Any]] | None:

@@ -22,29 +22,27 @@ from typing import Any
 import gradio as gr
 
 from searchbox import inert
-from searchbox.records.events import Event, TurnEnd, ToolEnd, last_seq, load_events
-from searchbox.assets import BUILTIN_DATAROOM, BUILTIN_QUESTIONS
+from searchbox.records.events import TurnEnd, ToolEnd, last_seq, load_events
+from searchbox.assets import BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
-from searchbox.jobs.store import QueueLimits
 from searchbox.records.removal import remove_job_folder
 from searchbox.llm.disclosure import operator_details
 from searchbox.settings import SettingsError
-from searchbox.settings.bundles import EFFORT_PRESETS, RETRIEVAL_PRESETS
-from searchbox.tools.catalog import CATALOG_TOOLS
+from searchbox.settings.bundles import EFFORT_PRESETS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
+from searchbox.ui.follow import drain
 from searchbox.ui.handoff import Viewer
 from searchbox.ui.jobs_view import state_line
 from searchbox.ui.panels import Problems, RunPanels
 from searchbox.ui.services import Services
 from searchbox.ui.slots import lost_server, standing_text
-from searchbox.ui.visitors import (RunRequest, client_address, harness_choices, llm_choices,
-                                   own_model_choice, take_upload)
+from searchbox.ui.submit import create_run
+from searchbox.ui.visitors import BUDGET_RANGE, RunRequest, client_address, form_choices, form_defaults, take_upload
 
 log = logging.getLogger(__name__)
 _YIELD_EVERY_S = 0.4
 _FIGURES_EVERY_S = 1.5
-_POLL_S = 0.05  # how often a watched run's events are looked for
 _STANDING_EVERY_S = 2.0  # how often a run that waits for a slot has its place in line redrawn
 # Handlers that follow a run live wait on it for minutes, mostly asleep: not capped at Gradio's default
 # concurrency (the app's), or a visitor past the cap would wait unseen in Gradio's queue, not the
@@ -82,27 +80,6 @@ def example_label(question: str) -> str:
     if len(question) <= _LABEL_CHARS:
         return question
     return question[:_LABEL_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
-
-
-async def _drain(subscription: queue.Queue, timeout: float) -> tuple[list[Event], bool]:
-    """Events waiting now (waiting up to `timeout` for the first); True once the run's stream ended.
-
-    Polls on the event loop rather than blocking a worker thread: every watched run parked a thread
-    of asyncio's small default pool (CPUs + 4), so a few visitors' runs starved every other handler's
-    file work (creating a job, opening a dashboard) under load."""
-    events: list[Event] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            while True:
-                item = subscription.get_nowait()
-                if item is None:
-                    return events, True
-                events.append(item)
-        except queue.Empty:
-            if events or time.monotonic() >= deadline:
-                return events, False
-        await asyncio.sleep(_POLL_S)
 
 
 class RunView:
@@ -160,16 +137,13 @@ class RunView:
         # later call; an API caller without one gets a private, unlisted run.
         new_owner = "" if owner else secrets.token_urlsafe(16)
         owner = owner or new_owner
-        overrides = request.overrides(self.services.settings)
         if request.upload:
             take_upload(self.services.uploads, request.upload, http)
-        source = Path(request.upload) if request.upload else BUILTIN_DATAROOM
-        store, settings = self.services.store, self.services.settings
         address = client_address(http)
         try:
-            record = await asyncio.to_thread(store.create, question, source, overrides, owner, settings,
-                                             max_waiting=settings.searchbox_max_queued_runs,
-                                             visitor=store.visitor_of(address), limits=QueueLimits.of(settings))
+            record = await asyncio.to_thread(create_run, self.services, request, owner, address)
+        except gr.Error:
+            raise  # a choice refused: its message is the page's already
         except (DataroomError, SettingsError, ValueError) as exc:
             raise gr.Error(inert.html(exc)) from exc
         if request.upload and not from_page:  # the job has its copy; a page keeps showing (and reusing) its upload
@@ -230,7 +204,7 @@ class RunView:
         shown_standing = ""
         answer_stale = False
         while True:
-            events, ended = await _drain(subscription, 0.5)
+            events, ended = await drain(subscription, 0.5)
             events = [e for e in events if e.seq > recorded]
             for event in events:
                 feed.add(event)
@@ -304,10 +278,9 @@ class RunView:
     # -- layout -------------------------------------------------------------------------------
 
     def build(self, owner: gr.BrowserState) -> None:
-        catalog = CATALOG_TOOLS
-        high = [t.name for t in catalog if t.group == "high"]
-        low = [t.name for t in catalog if t.group == "low"]
-        defaults = {t.name for t in catalog if t.default}
+        settings = self.services.settings
+        choices, defaults = form_choices(settings), form_defaults(settings)
+        high, low = choices["high"], choices["low"]
         self.job_id = gr.State("")
         self.owner = owner
         with gr.Row():
@@ -322,17 +295,16 @@ class RunView:
                             example_labels=[example_label(q) for q in examples], cache_examples=False)
                 effort = gr.Radio(list(EFFORT_PRESETS), value="Quick", label="Effort")
                 with gr.Row():
-                    budget = gr.Slider(1, 20, value=EFFORT_PRESETS["Quick"]["turn_budget"], step=1, label="Turn budget")
-                    force = gr.Checkbox(value=EFFORT_PRESETS["Quick"]["force_budget"], label="Force the whole budget")
+                    budget = gr.Slider(*BUDGET_RANGE, value=defaults["budget"], step=1, label="Turn budget")
+                    force = gr.Checkbox(value=defaults["force"], label="Force the whole budget")
                 with gr.Accordion("Tools", open=False):
                     all_high = gr.Checkbox(value=False, label="All high-level tools")
-                    high_tools = gr.CheckboxGroup(high, value=[n for n in high if n in defaults], label="High-level")
+                    high_tools = gr.CheckboxGroup(high, value=defaults["high"], label="High-level")
                     all_low = gr.Checkbox(value=False, label="All low-level tools")
-                    low_tools = gr.CheckboxGroup(low, value=[n for n in low if n in defaults], label="Low-level")
+                    low_tools = gr.CheckboxGroup(low, value=defaults["low"], label="Low-level")
                     gr.Markdown("Built-ins (read, bash, grep, find, ls, edit, write) are always on.")
                 with gr.Accordion("Model and retrieval", open=False):
-                    settings = self.services.settings
-                    llm = gr.Dropdown(llm_choices(settings), label="LLM", value=own_model_choice(settings))
+                    llm = gr.Dropdown(choices["llm"], label="LLM", value=defaults["llm"])
                     # Empty by default: the page and the API description never show the operator's endpoint.
                     own = "empty: the app's own endpoint" if settings.llama_url else "http://localhost:8080/v1"
                     locked = None if settings.searchbox_visitor_endpoints else (
@@ -342,16 +314,15 @@ class RunView:
                                           interactive=settings.searchbox_visitor_endpoints, info=locked)
                     model_id = gr.Textbox(label="Model id at the endpoint", value="",
                                           interactive=settings.searchbox_visitor_endpoints, info=locked)
-                    retrieval = gr.Dropdown(list(RETRIEVAL_PRESETS), value=self.services.settings.retrieval_preset, label="Retrieval preset")
+                    retrieval = gr.Dropdown(choices["retrieval"], value=defaults["retrieval"], label="Retrieval preset")
                     with gr.Row():
-                        embed_backend = gr.Radio(["local", "api"], value=self.services.settings.embed_backend, label="Embedder")
-                        rerank_backend = gr.Radio(["local", "api"], value=self.services.settings.rerank_backend, label="Reranker")
+                        embed_backend = gr.Radio(choices["embed_backend"], value=defaults["embed_backend"], label="Embedder")
+                        rerank_backend = gr.Radio(choices["rerank_backend"], value=defaults["rerank_backend"], label="Reranker")
                     jina_key = gr.Textbox(label="Jina API key (for the api backends; used for this run only, never stored)",
                                           type="password", value="")
-                    harnesses = harness_choices()
-                    harness = gr.Radio(harnesses, value=settings.harness if settings.harness in harnesses else "native",
+                    harness = gr.Radio(choices["harness"], value=defaults["harness"],
                                        label="Harness (native: searchbox's loop; pi: the Pi coding agent)",
-                                       visible=len(harnesses) > 1)
+                                       visible=len(choices["harness"]) > 1)
                 with gr.Row():
                     run_button = gr.Button("Search", variant="primary")
                     pause_button = gr.Button("Pause", interactive=False)

@@ -28,11 +28,15 @@ from searchbox.agent.pi import install as pi_install
 from searchbox.llm.choice.presets import PRESETS, find_preset
 from searchbox.retrieval.models import uses_jina_api
 from searchbox.settings import Settings, SettingsError
+from searchbox.settings.bundles import EFFORT_PRESETS, RETRIEVAL_PRESETS
+from searchbox.tools.catalog import CATALOG_TOOLS
 from searchbox.ui.services import shares_operator_key
 from searchbox.ui.uploads import NotYourUpload, UploadLedger
 
 ENDPOINT_CHOICE = "an OpenAI-compatible endpoint"
 OWN_MODEL = "the app's own model"  # an LLM_GGUF that is a path or a hub file, which the page does not show
+BUDGET_RANGE = (1, 20)  # the turn budgets a visitor may ask for (the page's slider)
+BACKENDS = ["local", "api"]
 
 
 def client_address(request: gr.Request | None) -> str:
@@ -114,6 +118,33 @@ def llm_choices(settings: Settings) -> list[str]:
 def harness_choices() -> list[str]:
     """The harnesses a run may use here: Pi only where it can run (Node.js and the pinned Pi installed)."""
     return ["native", "pi"] if pi_install.pi_problem() is None else ["native"]
+
+
+def catalog_group(group: str) -> list[str]:
+    """The catalog tools of a group (high or low), in the catalog's order."""
+    return [t.name for t in CATALOG_TOOLS if t.group == group]
+
+
+def form_choices(settings: Settings) -> dict[str, list[str]]:
+    """What each choice field of the Ask form may hold: the page's components offer these, the REST API
+    refuses anything else."""
+    return {"high": catalog_group("high"), "low": catalog_group("low"), "llm": llm_choices(settings),
+            "retrieval": list(RETRIEVAL_PRESETS), "embed_backend": BACKENDS, "rerank_backend": BACKENDS,
+            "harness": harness_choices()}
+
+
+def form_defaults(settings: Settings) -> dict[str, Any]:
+    """What the Ask form holds before a visitor changes anything (but the question and the upload): the page
+    shows it, and an API caller's run takes it for each field it leaves out."""
+    quick = EFFORT_PRESETS["Quick"]
+    defaults = {t.name for t in CATALOG_TOOLS if t.default}
+    harnesses = harness_choices()
+    return {"budget": quick["turn_budget"], "force": quick["force_budget"],
+            "high": [n for n in catalog_group("high") if n in defaults],
+            "low": [n for n in catalog_group("low") if n in defaults],
+            "llm": own_model_choice(settings), "endpoint": "", "model_id": "", "retrieval": settings.retrieval_preset,
+            "embed_backend": settings.embed_backend, "rerank_backend": settings.rerank_backend, "jina_key": "",
+            "harness": settings.harness if settings.harness in harnesses else "native"}
 
 
 @dataclass(frozen=True, kw_only=True)

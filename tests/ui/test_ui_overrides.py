@@ -204,7 +204,7 @@ def test_a_download_url_cannot_be_derived_from_the_files_bytes(public_app) -> No
 
 def test_a_visitor_picks_the_pi_harness_only_where_it_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from searchbox.agent.pi import install
-    from searchbox.ui.run_view import own_model_choice
+    from searchbox.ui.visitors import own_model_choice
 
     settings = Settings.resolve(env={})
     monkeypatch.setattr(install, "pi_problem", lambda: None)
