@@ -55,7 +55,7 @@ def test_a_run_from_the_page_on_a_keyed_unstreamed_llama_server_shows_the_key_no
         html = page.content()
         browser.close()
 
-        jobs = list(default_jobs_dir(home).iterdir())
+        jobs = [d for d in default_jobs_dir(home).iterdir() if d.is_dir()]
         assert len(jobs) == 1, jobs
         job = jobs[0]
         assert (job / "config.json").read_text().count('"LLM_STREAM": "off"') == 1
