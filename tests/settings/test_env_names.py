@@ -1,12 +1,16 @@
-"""The environment's names: those that look like knobs but are not are named at start-up with the knob meant."""
+"""The environment's names: those that look like knobs but are not are named at start-up with the knob meant, and
+.env.example lists the knobs an operator sets, generated from the settings like docs/knobs.md."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from searchbox.settings import Settings
+from searchbox.settings.docs import WEB_SERVER_VARIABLES, env_example, knob_docs
 from searchbox.settings.environ import SEED_NAMES, UnknownName, unknown_names
 from searchbox.settings.resolved import knob_fields
 
@@ -74,3 +78,27 @@ def test_the_app_names_them_and_stops_on_a_bad_value_with_its_message() -> None:
     assert done.stderr.rstrip().endswith("searchbox: EMBED_DEVICE must be one of cpu, cuda, got 'mps'")
     assert "Traceback" not in done.stderr
 
+
+def test_env_example_is_generated_from_the_settings() -> None:
+    page = (ROOT / ".env.example").read_text()
+    assert page == env_example(), ".env.example is stale: python -m searchbox knobs --env-example > .env.example"
+
+
+def commented_assignments(page: str) -> dict[str, str]:
+    return dict(re.findall(r"^# ([A-Z][A-Z0-9_]*)=(.*)$", page, re.M))
+
+
+def test_env_example_lists_every_deploy_knob_at_its_default_and_nothing_else() -> None:
+    """Uncommented as they are, its lines set each knob to its default: an operator changes only what they mean to,
+    and the values read the same to a shell, systemd and docker (no spaces, quotes or $)."""
+    page = env_example()
+    assert not [line for line in page.splitlines() if line and not line.startswith("#")]  # all commented out
+    assignments = commented_assignments(page)
+    deploy = [k["name"] for k in knob_docs() if k["deploy"]]
+    assert set(assignments) == set(deploy) | {name for name, _, _ in WEB_SERVER_VARIABLES}
+    assert unknown_names(assignments) == []
+    assert all(not re.search(r"[\s'\"$#\\]", value) for value in assignments.values()), assignments
+    knobs = {name: value for name, value in assignments.items() if name in KNOBS}
+    assert Settings.resolve(env=knobs).as_config() == Settings.resolve(env={}).as_config()
+    for section in dict.fromkeys(k["section"] for k in knob_docs() if k["deploy"]):
+        assert f"# --- {section} ---" in page
