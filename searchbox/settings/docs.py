@@ -17,7 +17,8 @@ on the command line, a field of the app's form, or an entry of a sweep's matrix.
 values in its `config.json` (secrets as `set`). This page is generated from the sections of `Settings` in
 `searchbox/settings/` (one module each) by `python -m searchbox knobs --markdown > docs/knobs.md`; a test fails
 when it is stale. At start-up the app and the CLI name every environment variable that looks like a knob but is
-not one, with the knob meant; [.env.example](../.env.example) lists the knobs an operator sets for a deployment.
+not one, with the knob meant; [.env.example](../.env.example) lists the knobs an operator sets for a deployment
+([Deploying](deploy.md)).
 """
 
 
