@@ -12,7 +12,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.llm.endpoints import PoolError  # noqa: E402
-from searchbox.settings import Settings  # noqa: E402
+from searchbox.settings import Settings, SettingsError  # noqa: E402
+from searchbox.settings.environ import unknown_names  # noqa: E402
 from searchbox.tools.sandbox import for_settings  # noqa: E402
 from searchbox.ui.app import build_app, launch_options  # noqa: E402
 
@@ -24,7 +25,12 @@ def main() -> None:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args()
-    settings = Settings.resolve()
+    for unknown in unknown_names(os.environ):  # said before a bad value stops the app
+        print(f"!!! searchbox: {unknown.message()}", file=sys.stderr, flush=True)
+    try:
+        settings = Settings.resolve()
+    except SettingsError as exc:  # a knob's bad value: the message, not a traceback
+        sys.exit(f"searchbox: {exc}")
     # Checked at every boot: a GPU machine with a CPU build of llama.cpp runs fine, only many times slower,
     # so nothing else would say that the GPU sits unused (`python -m searchbox doctor` has the rest).
     for notice in gpu_notices(check_gpu()):

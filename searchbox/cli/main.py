@@ -4,6 +4,7 @@ main, which runs the command asked for with the terminal shielded from control c
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TextIO
 
@@ -13,6 +14,7 @@ from searchbox.cli import (ablate, conformance, doctor, ingest, knobs, precomput
 from searchbox.dataroom.unpack import DataroomError
 from searchbox.retrieval.interfaces import ModelLoadError
 from searchbox.settings import SettingsError
+from searchbox.settings.environ import unknown_names
 
 COMMANDS = (run, tool, ingest, precompute, knobs, score, retrieval_eval, ablate, report, conformance, doctor)
 
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = TerminalText(out), TerminalText(err)  # type: ignore[assignment]
     try:
+        for unknown in unknown_names(os.environ):  # said before a bad value stops the command
+            print(f"note: {unknown.message()}", file=sys.stderr)
         return args.func(args)
     except (DataroomError, SettingsError, ModelLoadError, FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

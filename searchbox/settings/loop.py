@@ -23,7 +23,7 @@ class LoopSettings:
 
     TITLE: ClassVar[str] = "The agent loop"
 
-    turn_budget: int = knob(10, "turns the agent may take")
+    turn_budget: int = knob(10, "turns the agent may take", deploy=True)
     force_budget: bool = knob(False, "spend the whole turn budget (send Continue.) instead of stopping after turn 1")
     budget_metric: str = knob("input", "token field reported as spent", choices=("input", "output", "total"))
     turn_timeout_seconds: int = knob(900, "a turn running longer than this is aborted (the run goes on to the next turn)")
@@ -33,7 +33,8 @@ class LoopSettings:
     )
     harness: str = knob(
         "native", "which agent harness runs the loop: native (searchbox's own) or pi (the Pi coding agent in RPC mode, "
-        "with searchbox's tools, sandbox and records; needs Node.js and `npm ci --prefix pi`)", choices=("native", "pi")
+        "with searchbox's tools, sandbox and records; needs Node.js and `npm ci --prefix pi`)", choices=("native", "pi"),
+        deploy=True
     )
     # The seed's values (hanxiao/searchbox, server/run_searchbox.py), set for its 128K window.
     pi_compaction_reserve_tokens: int = knob(

@@ -17,18 +17,23 @@ class RetrievalSettings:
     TITLE: ClassVar[str] = "Retrieval"
 
     retrieval_preset: str = knob(
-        "default", "a named bundle of retrieval knobs", choices=tuple(RETRIEVAL_PRESETS)
+        "default", "a named bundle of retrieval knobs", choices=tuple(RETRIEVAL_PRESETS), deploy=True
     )
-    embed_backend: str = knob("local", "embedder backend: local weights or the Jina API", choices=("local", "api"))
-    rerank_backend: str = knob("local", "reranker backend: local weights or the Jina API", choices=("local", "api"))
+    embed_backend: str = knob(
+        "local", "embedder backend: local weights or the Jina API", choices=("local", "api"), deploy=True
+    )
+    rerank_backend: str = knob(
+        "local", "reranker backend: local weights or the Jina API", choices=("local", "api"), deploy=True
+    )
     embed_model: str = knob(
         "jinaai/jina-embeddings-v5-text-small",
-        "embedding model: a hub id, a local path, packaged:minilm or packaged:static",
+        "embedding model: a hub id, a local path, packaged:minilm or packaged:static", deploy=True
     )
     rerank_model: str = knob(
-        "jinaai/jina-reranker-v3", "reranker model: a hub id, a local path, or none (rerank by embedding cosine)"
+        "jinaai/jina-reranker-v3", "reranker model: a hub id, a local path, or none (rerank by embedding cosine)",
+        deploy=True
     )
-    embed_device: str = knob("cpu", "where local models run", choices=("cpu", "cuda"))
+    embed_device: str = knob("cpu", "where local models run", choices=("cpu", "cuda"), deploy=True)
     embed_dtype: str = knob(
         "float32",
         "local transformer weights: float32, or int8 (dynamic quantization on the CPU: faster, slightly different vectors)",
@@ -47,7 +52,7 @@ class RetrievalSettings:
     dense_prefilter: int = knob(
         0, "when a scope has more chunks than this, embed only this many BM25 candidates per query (0 = off)"
     )
-    jina_api_key: str = knob("", "Jina API key for the api backends", secret=True)
+    jina_api_key: str = knob("", "Jina API key for the api backends", secret=True, deploy=True)
     jina_api_url: str = knob("https://api.jina.ai/v1", "base URL of the Jina API")
 
 

@@ -17,7 +17,8 @@ class StorageSettings:
     TITLE: ClassVar[str] = "Storage"
 
     searchbox_cache_dir: str = knob(
-        "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox)"
+        "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox)",
+        deploy=True
     )
     # A dataroom at the upload limit (200 MB) of text-heavy documents holds some 50 MB of text: about 41,000
     # chunks of 1,400 characters, whose 1,024-dimension vectors (the default embedder's) take about 170 MB.
@@ -32,7 +33,7 @@ class StorageSettings:
         "embedded again; least recently used first out, so that what one visitor uploaded does not stay "
         "forever; the file keeps its size (SQLite reuses the space it frees); 0 = no bound"
     )
-    searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)")
+    searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)", deploy=True)
 
 
     @property

@@ -35,7 +35,7 @@ class ToolSettings:
         "how bash is confined: auto (namespaces where the host allows them, else Landlock + seccomp, else bash is "
         "disabled for the run), namespaces, landlock, or off (unconfined: the host's files in view; honoured only "
         "with SEARCHBOX_OPERATOR=1, for an operator on a trusted machine; otherwise refused for what auto finds)",
-        choices=("auto", "namespaces", "landlock", "off"),
+        choices=("auto", "namespaces", "landlock", "off"), deploy=True
     )
     job_disk_mb: int = knob(
         4096, "disk space a job's working folder may hold beyond its dataroom; what a bash command writes past it is "

@@ -15,7 +15,9 @@ class UploadSettings:
 
     TITLE: ClassVar[str] = "The app: uploads and retention"
 
-    searchbox_max_upload_mb: int = knob(200, "the app refuses uploads larger than this before storing them")
+    searchbox_max_upload_mb: int = knob(
+        200, "the app refuses uploads larger than this before storing them", deploy=True
+    )
     searchbox_upload_keep_seconds: int = knob(
         86400, "the app deletes uploads and its copies of served files this many seconds after they were made "
         "(checked every hour, or as often as this when shorter); all of them when it stops"
@@ -39,9 +41,12 @@ class UploadSettings:
         30, "the app cuts off an upload or a call whose body brings less than 16 KB a second (or the rest of it) "
         "over this many seconds, and deletes what it stored (0 = never)"
     )
-    searchbox_keep_days: int = knob(14, "the app deletes finished runs older than this many days (0 = keeps them)")
+    searchbox_keep_days: int = knob(
+        14, "the app deletes finished runs older than this many days (0 = keeps them)", deploy=True
+    )
     searchbox_jobs_max_mb: int = knob(
-        20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)"
+        20480, "the app deletes its oldest finished runs while all its runs take more disk than this (0 = no cap)",
+        deploy=True
     )
     searchbox_explore_disk_mb: int = knob(
         16, "disk space a dataroom loaded in the app's explorer may take beyond the dataroom (JOB_DISK_MB when that is "
