@@ -1,5 +1,7 @@
 """Visitors' runs through the real app (python app.py, gradio_client visitors) over a pool of scripted
-model servers of known latency (SEARCHBOX_ENDPOINTS), with 1, 2, 4 and 8 slots.
+model servers of known latency (SEARCHBOX_ENDPOINTS), with 1, 2, 4 and 8 slots; or, with
+`--server llama-server`, over one real llama.cpp `llama-server --parallel N` serving the packaged 0.5B,
+whose N slots share this machine's cores (one turn, two steps and 256 output tokens a run).
 
 Throughput: twice as many visitors as slots, each with one run in flight at a time (a new one as soon
 as the last is done), so every slot has a run waiting for it; runs finished per minute, from the first
@@ -15,7 +17,12 @@ Mixed load: `--greedy` visitors each keep SEARCHBOX_MAX_QUEUED_RUNS runs waiting
 `--fair` visitors send one run at a time; the longest wait of any visitor's run (submit to its first
 slot, from job.json) for each kind, also as a multiple of one run's length.
 
+With a real server a run ends done or not as the model answers: every run that ended counts towards
+runs per minute (the slots' work is what is measured), and the table says how many were done. Requests past
+a server's slots are counted on scripted servers only.
+
     python bench/app_slots.py [--slots 1,2,4,8] [--latency 10] [--rounds 2] [--mixed-slots 4]
+    python bench/app_slots.py --server llama-server --slots 1,2,4 --rounds 1 --mixed-slots 0
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,12 +46,18 @@ sys.path.insert(0, str(ROOT))
 from gradio_client import Client  # noqa: E402
 
 from testkit.app_server import running_app  # noqa: E402
+from testkit.llama_server import ALIAS, llama_server  # noqa: E402
 from testkit.load_harness import app_pid, scripted_agent, search_args  # noqa: E402
 from testkit.scripted_endpoint import Reply, ScriptedEndpoint  # noqa: E402
+from searchbox.jobs.store import FINISHED  # noqa: E402
 from searchbox.records.files import read_json  # noqa: E402
 
 GREEDY_QUEUE = 5  # SEARCHBOX_MAX_QUEUED_RUNS: what one greedy visitor keeps waiting
 WARM_UP = "warm-up"  # the owner of one run before the measured ones: a first run loads what later ones reuse
+SLOT_CONTEXT = 4096  # each llama-server slot's context; the server's is this times the slots
+# A real model's run kept short: what is measured is the slots, not the answers.
+REAL_RUN_KNOBS = {"MODEL_ID": ALIAS, "CONTEXT_WINDOW": str(SLOT_CONTEXT), "MAX_OUTPUT_TOKENS": "256",
+                  "MAX_STEPS_PER_TURN": "2"}
 
 
 @dataclass
@@ -99,29 +113,34 @@ def jobs_of(home: Path) -> list[dict[str, Any]]:
     return [job for job in jobs if job and job["owner"] != WARM_UP]
 
 
-def with_app(slots: int, latency: float, home: Path, load: Any) -> tuple[list[dict[str, Any]], list[SlowServer], float]:
-    """Start the servers and the app, warm it up, put the load on; the measured runs' job.json, the servers,
-    and the CPU seconds the app spent under the load."""
-    servers = [SlowServer(n, latency) for n in split(slots)]
-    for server in servers:
-        server.endpoint.start()
-    try:
-        pool = ",".join(f"{s.endpoint.url}={s.slots}" for s in servers)
+def with_app(slots: int, latency: float, home: Path, load: Any,
+             real: bool = False) -> tuple[list[dict[str, Any]], list[SlowServer], float]:
+    """Start the servers (scripted, or one real llama-server) and the app, warm it up, put the load on; the
+    measured runs' job.json, the scripted servers, and the CPU seconds the app spent under the load."""
+    with ExitStack() as stack:
+        if real:
+            servers: list[SlowServer] = []
+            url = stack.enter_context(llama_server(home, n_ctx=slots * SLOT_CONTEXT, parallel=slots))
+            pool, knobs = f"{url}={slots}", REAL_RUN_KNOBS
+        else:
+            servers = [SlowServer(n, latency) for n in split(slots)]
+            for server in servers:
+                server.endpoint.start()
+                stack.callback(server.endpoint.stop)
+            pool, knobs = ",".join(f"{s.endpoint.url}={s.slots}" for s in servers), {"MODEL_ID": "scripted"}
         # All visitors come from this machine: the per-address limit would count them as one.
-        with running_app(home, SEARCHBOX_ENDPOINTS=pool, MODEL_ID="scripted", SEARCHBOX_MAX_QUEUED_PER_ADDRESS="0",
-                         SEARCHBOX_MAX_QUEUED_TOTAL="0", SEARCHBOX_MAX_QUEUED_RUNS=str(GREEDY_QUEUE)) as url:
-            submit_until(visitor(url), "warm-up", WARM_UP)
-            pid = app_pid(int(url.rstrip("/").rsplit(":", 1)[1]))
-            cpu = cpu_seconds(pid)
-            load(url)
-            cpu = cpu_seconds(pid) - cpu
-    finally:
-        for server in servers:
-            server.endpoint.stop()
-    return jobs_of(home), servers, cpu
+        url = stack.enter_context(running_app(home, SEARCHBOX_ENDPOINTS=pool, SEARCHBOX_MAX_QUEUED_PER_ADDRESS="0",
+                                              SEARCHBOX_MAX_QUEUED_TOTAL="0",
+                                              SEARCHBOX_MAX_QUEUED_RUNS=str(GREEDY_QUEUE), **knobs))
+        submit_until(visitor(url), "warm-up", WARM_UP)
+        pid = app_pid(int(url.rstrip("/").rsplit(":", 1)[1]))
+        cpu = cpu_seconds(pid)
+        load(url)
+        cpu = cpu_seconds(pid) - cpu
+        return jobs_of(home), servers, cpu
 
 
-def throughput(slots: int, latency: float, rounds: int) -> dict[str, Any]:
+def throughput(slots: int, latency: float, rounds: int, real: bool = False) -> dict[str, Any]:
     visitors = 2 * slots
     errors: list[str] = []
 
@@ -133,7 +152,7 @@ def throughput(slots: int, latency: float, rounds: int) -> dict[str, Any]:
             ready.wait(300)
             for r in range(rounds):
                 status = submit_until(client, f"c{n:02d}-r{r}", f"visitor-{n:02d}")
-                if "**done**" not in status:
+                if "**done**" not in status and not real:  # a real model's run may end without an answer
                     errors.append(status[:200])
 
         threads = [threading.Thread(target=one_at_a_time, args=(n,)) for n in range(visitors)]
@@ -143,15 +162,16 @@ def throughput(slots: int, latency: float, rounds: int) -> dict[str, Any]:
             thread.join()
 
     with tempfile.TemporaryDirectory(prefix="searchbox-app-slots-") as tmp:
-        jobs, servers, cpu = with_app(slots, latency, Path(tmp), load)
+        jobs, servers, cpu = with_app(slots, latency, Path(tmp), load, real)
     done = [job for job in jobs if job["state"] == "done"]
+    ended = [job for job in jobs if job["state"] in FINISHED] if real else done
     first = min(job["created_at"] for job in jobs)
-    last = max(p["ended_at"] for job in done for p in job["placements"])
-    ran = [sum(p["ended_at"] - p["started_at"] for p in job["placements"]) for job in done]
+    last = max(p["ended_at"] for job in ended for p in job["placements"])
+    ran = [sum(p["ended_at"] - p["started_at"] for p in job["placements"]) for job in ended]
     run_s = statistics.median(ran)
-    return {"slots": slots, "servers": len(servers), "visitors": visitors, "runs": len(jobs), "done": len(done),
-            "wall_s": last - first, "per_min": 60 * len(done) / (last - first), "run_s": run_s,
-            "resumed": sum(len(job["placements"]) - 1 for job in jobs), "cpu_per_run": cpu / max(1, len(done)),
+    return {"slots": slots, "servers": max(1, len(servers)), "visitors": visitors, "runs": len(jobs),
+            "done": len(done), "wall_s": last - first, "per_min": 60 * len(ended) / (last - first), "run_s": run_s,
+            "resumed": sum(len(job["placements"]) - 1 for job in jobs), "cpu_per_run": cpu / max(1, len(ended)),
             "busy": sum(ran) / (slots * (last - first)),
             "past_slots": sum(s.past_slots for s in servers), "errors": errors}
 
@@ -207,6 +227,8 @@ def mixed(slots: int, latency: float, fair: int, greedy: int, rounds: int) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--server", choices=("scripted", "llama-server"), default="scripted",
+                        help="scripted servers of known latency, or one real llama-server with the slots")
     parser.add_argument("--slots", default="1,2,4,8", help="slot counts to measure, comma-separated")
     parser.add_argument("--latency", type=float, default=10.0, help="seconds each server takes per request")
     parser.add_argument("--rounds", type=int, default=2, help="runs each throughput visitor sends, one after another")
@@ -215,21 +237,27 @@ def main() -> None:
     parser.add_argument("--greedy", type=int, default=2, help=f"visitors keeping {GREEDY_QUEUE} runs waiting")
     args = parser.parse_args()
 
-    print(f"scripted servers, {args.latency:g} s per request (2 requests a run), 2 visitors per slot, "
-          f"{args.rounds} runs each")
+    real = args.server == "llama-server"
+    if real:
+        print(f"one llama-server --parallel N (the packaged 0.5B, {SLOT_CONTEXT} tokens a slot), 2 visitors per slot, "
+              f"{args.rounds} runs each; runs/min counts every run that ended, done or not")
+    else:
+        print(f"scripted servers, {args.latency:g} s per request (2 requests a run), 2 visitors per slot, "
+              f"{args.rounds} runs each")
     print(f"{'slots':>5} {'servers':>7} {'runs':>5} {'done':>5} {'wall s':>7} {'runs/min':>8} {'x one':>6} "
           f"{'/ slots':>7} {'run s':>6} {'slots busy':>10} {'resumed':>7} {'past slots':>10} {'app cpu s/run':>13}")
     one = None
     for slots in (int(n) for n in args.slots.split(",")):
-        point = throughput(slots, args.latency, args.rounds)
+        point = throughput(slots, args.latency, args.rounds, real)
         one = one or point["per_min"] / slots
         times = point["per_min"] / one
         print(f"{point['slots']:>5} {point['servers']:>7} {point['runs']:>5} {point['done']:>5} {point['wall_s']:>7.1f} "
               f"{point['per_min']:>8.1f} {times:>6.2f} {times / slots:>7.2f} {point['run_s']:>6.1f} {point['busy']:>10.0%} "
-              f"{point['resumed']:>7} {point['past_slots']:>10} {point['cpu_per_run']:>13.2f}", flush=True)
+              f"{point['resumed']:>7} {'-' if real else point['past_slots']:>10} {point['cpu_per_run']:>13.2f}",
+              flush=True)
         for error in point["errors"][:5]:
             print(f"  ! {error}")
-    if args.mixed_slots:
+    if args.mixed_slots and not real:
         result = mixed(args.mixed_slots, args.latency, args.fair, args.greedy, args.rounds)
         print(f"\nmixed load on {result['slots']} slots: {result['fair']} fair visitors (one run at a time, "
               f"{args.rounds} each), {result['greedy']} greedy ones ({GREEDY_QUEUE} runs waiting at all times); "
