@@ -9,6 +9,13 @@ import threading
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+from searchbox.settings.storage import space_storage  # noqa: E402
+
+# A Space's persistent storage keeps the hub's downloads (the models) across restarts, as it keeps searchbox's
+# cache (settings.storage); set before huggingface_hub is imported, which reads it once.
+if (_storage := space_storage()) is not None:
+    os.environ.setdefault("HF_HOME", os.path.join(_storage, "huggingface"))
+
 from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.llm.endpoints import PoolError  # noqa: E402
