@@ -19,6 +19,7 @@ from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
 from searchbox.ui.run_view import FOLLOWERS, RunView
 from searchbox.ui.services import Services
+from searchbox.ui.warm_view import build_warm_view
 
 INTRO = """# 🔎 searchbox
 Ask a question about a dataroom (a .zip of documents, or the built-in one). A local LLM searches it
@@ -46,6 +47,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
         build_machine_view(settings)
+        build_warm_view(app, services.warm)
         run_view = RunView(services)
         explorer = Explorer(services)
         with gr.Tab("Search"):
