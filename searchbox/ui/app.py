@@ -14,6 +14,7 @@ from searchbox.ui.answer import CITATION_CSS, CITATION_JS
 from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import Explorer
 from searchbox.ui.file_gate import FileGate
+from searchbox.ui.health import Health, HealthRoute
 from searchbox.ui.hash_seed import keep_hash_seed_in_memory
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
@@ -78,7 +79,9 @@ def build_app(settings: Settings | None = None, services: Services | None = None
 
 
 def launch_options(app: gr.Blocks) -> dict[str, Any]:
-    """What launch() takes for an app build_app made: the look, and the file gate in front of Gradio's
-    routes (uploads capped and granted to their address, files served only to theirs)."""
+    """What launch() takes for an app build_app made: the look, GET /health, and the file gate in front of
+    Gradio's routes (uploads capped and granted to their address, files served only to theirs)."""
     services: Services = app.services  # type: ignore[attr-defined]
-    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(FileGate, uploads=services.uploads)]}}
+    health = Health(services.settings, services.scheduler, services.warm)
+    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(HealthRoute, health=health),
+                                                            Middleware(FileGate, uploads=services.uploads)]}}
