@@ -98,7 +98,7 @@ def main() -> None:
     rows = []
     for label, warm, when_ready in CASES:
         result = first_visit(args.model, args.seed, args.question, warm, when_ready)
-        steps = ", ".join(f"{s['name']} {s['seconds']} s" for s in result["warm"].get("steps", []) if s["state"] == "done")
+        steps = ", ".join(f"{s['name']} {s['state']} {s['seconds']} s" for s in result["warm"].get("steps", []))
         rows.append(f"{label} | {result['asked_at']:.1f} | {result['seconds']:.1f} | {result['run_s']} | "
                     f"{result['stop']} | {steps or '-'} | {result['answer']}")
         print(rows[-1], flush=True)

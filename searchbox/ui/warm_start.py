@@ -70,6 +70,7 @@ class WarmStart:
         self._lock = threading.Lock()
         self._started = False
         self.preset = ""  # the catalog preset of the model the built-in runtime loaded, once it did
+        self._fitted: Settings | None = None  # the settings a run of that model gets (agent.run_settings)
 
     def start(self) -> bool:
         """Begin on a thread, when SEARCHBOX_WARM_START is on (once). False when it is off."""
@@ -117,10 +118,18 @@ class WarmStart:
             return "runs use a model server: nothing to load here"
         return "the retrieval runs on the Jina API: nothing to load here"
 
+    def _run_settings(self) -> Settings:
+        """What a run gets of the retrieval: the settings fitted to the model loaded, else to this machine alone
+        (retrieval models it cannot load here give way to the packaged ones, as in a run)."""
+        from searchbox.retrieval.availability import fit_retrieval
+
+        return self._fitted or fit_retrieval(self.settings)[0]
+
     # -- the steps: each returns what it did, or None when there is nothing to prepare here ----------------
 
     def _model(self) -> str | None:
         from searchbox.agent.run import keep_prompt_prefix
+        from searchbox.agent.run_settings import fit_run_settings
         from searchbox.llm.choice.connect import connect_for_run
 
         settings = self.settings
@@ -137,6 +146,7 @@ class WarmStart:
         self._set(MODEL, detail="loading the model")
         connection = connect_for_run(settings, on_note=lambda note: self._log(note, False), progress=progress)
         self.preset = connection.preset.name if connection.preset is not None else ""
+        self._fitted = fit_run_settings(settings, connection.model, preset=connection.preset)[0]
         detail = f"{connection.model.model_id} loaded"
         self._set(MODEL, detail=f"{detail}; keeping the prompt prefix")
         # The model is loaded and kept (llamacpp's registry): this only makes it hold the prefix; its notes were said.
@@ -150,7 +160,7 @@ class WarmStart:
         from searchbox.retrieval.engine import job_encoder
         from searchbox.retrieval.models import load_reranker
 
-        settings = self.settings
+        settings = self._run_settings()
         local_rerank = settings.rerank_backend == "local" and settings.rerank_model.strip().lower() not in {"", "none"}
         if settings.embed_backend == "api" and not local_rerank:
             return None
@@ -172,10 +182,11 @@ class WarmStart:
         from searchbox.retrieval.engine import RetrievalEngine, job_encoder
 
         with tempfile.TemporaryDirectory(prefix="searchbox-warm-") as folder:
+            settings = self._run_settings()
             work = prepare_work_dir(Path(folder), BUILTIN_DATAROOM)
-            corpus = load_corpus(work, self.settings)
-            encoder = job_encoder(self.settings, seed_caches=[BUILTIN_VECTORS])
-            engine = RetrievalEngine(corpus, self.settings, encoder)
+            corpus = load_corpus(work, settings)
+            encoder = job_encoder(settings, seed_caches=[BUILTIN_VECTORS])
+            engine = RetrievalEngine(corpus, settings, encoder)
             texts = [engine.index_text(i) for i in range(len(corpus.chunks))]
             encoder.encode(texts, "passage")
         unique, fresh = len(set(texts)), encoder.stats.texts_embedded

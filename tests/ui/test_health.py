@@ -115,10 +115,14 @@ def test_the_warm_start_prepares_the_first_run_and_health_says_how_far_it_got(tm
 
 
 @pytest.mark.real_model
-def test_a_failed_step_stays_said_on_the_page_and_a_failed_model_makes_health_503(tmp_path: Path) -> None:
-    # A GGUF that is not there: the model step fails, its reason names no folder of the operator's.
+def test_a_failed_step_stays_said_on_the_page_and_a_failed_model_makes_health_503(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A GGUF that is not there: the model step fails, its reason names no folder of the operator's. The retrieval
+    # is the default one, offline: its steps take the packaged models a run falls back to, as a run would.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     gguf = tmp_path / "secret-folder" / "missing.gguf"
-    services = Services.start(packaged_settings(tmp_path, llm_gguf=str(gguf), searchbox_operator=True))
+    services = Services.start(Settings.resolve(env={}, searchbox_cache_dir=str(tmp_path / "cache"), llm_gguf=str(gguf),
+                                               searchbox_operator=True))
     try:
         health = Health(services.settings, services.scheduler, services.warm)
         services.warm.start()
@@ -126,8 +130,9 @@ def test_a_failed_step_stays_said_on_the_page_and_a_failed_model_makes_health_50
         while (report := health.report()).warm.state == "preparing" and time.monotonic() < deadline:
             time.sleep(0.1)
         assert report.warm.state == "failed"
-        model, retrieval, _room = report.warm.steps
-        assert model.state == "failed" and retrieval.state == "done"  # the other steps go on
+        model, retrieval, room = report.warm.steps
+        assert model.state == "failed" and retrieval.state == "done" and room.state == "done"  # the others go on
+        assert "packaged:minilm" in retrieval.detail, retrieval
         assert not report.ok and report.status == 503 and report.body()["slots"] == {"busy": 0, "free": 0}
         assert report.reason.startswith("the model could not be loaded at start-up: ")
         assert str(tmp_path) not in json.dumps(report.body()), report.body()
