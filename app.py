@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from searchbox.agent.run import keep_prompt_prefix  # noqa: E402
+from searchbox.settings.storage import space_storage  # noqa: E402
+
+# A Space's persistent storage keeps the hub's downloads (the models) across restarts, as it keeps searchbox's
+# cache (settings.storage); set before huggingface_hub is imported, which reads it once.
+if (_storage := space_storage()) is not None:
+    os.environ.setdefault("HF_HOME", os.path.join(_storage, "huggingface"))
+
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.llm.endpoints import PoolError  # noqa: E402
 from searchbox.settings import Settings, SettingsError  # noqa: E402
@@ -47,25 +52,14 @@ def main() -> None:
         app = build_app(settings).queue(default_concurrency_limit=8)
     except PoolError as exc:  # a SEARCHBOX_ENDPOINTS that names no usable pool: say so, not a traceback
         sys.exit(f"searchbox: {exc}")
-    # The model and the prompt prefix every run starts with, ready before the first visitor asks.
-    threading.Thread(target=_keep_prompt_prefix, args=(settings,), name="keep-prompt-prefix", daemon=True).start()
+    # What the first run needs (the model and its prompt prefix, the retrieval models, the built-in dataroom's
+    # caches), ready before the first visitor asks: SEARCHBOX_WARM_START.
+    app.services.warm.start()  # type: ignore[attr-defined]
     # Gradio's own banner tells a user to edit launch() for a share link; this app has a flag for it.
     print(f"searchbox: http://{args.host}:{args.port}/" + ("" if args.share else "  (python app.py --share for a public link)"),
           flush=True)
     app.launch(server_name=args.host, server_port=args.port, share=args.share, auth=auth, quiet=not args.share,
                max_file_size=settings.searchbox_max_upload_mb * 1024 * 1024, **launch_options(app))
-
-
-def _keep_prompt_prefix(settings: Settings) -> None:
-    try:
-        kept = keep_prompt_prefix(settings, on_note=lambda note: print(f"searchbox: {note}", flush=True))
-    except Exception as exc:  # the first run meets the same trouble and says so in its feed
-        print(f"!!! searchbox: could not prepare the model at start-up: {type(exc).__name__}: {exc}", file=sys.stderr,
-              flush=True)
-        return
-    if kept is not None and kept.tokens:
-        print(f"searchbox: the prompt prefix runs start with ({kept.tokens} tokens) {kept.how} in {kept.seconds:.1f} s",
-              flush=True)
 
 
 if __name__ == "__main__":

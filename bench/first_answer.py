@@ -92,7 +92,7 @@ def warm_app(env: dict[str, str], jobs: Path, model: str, asks: int,
     try:
         started, deadline = time.perf_counter(), time.time() + 900
         while KEPT_LINE not in log_path.read_text(errors="replace"):
-            if proc.poll() is not None or time.time() > deadline or "!!! searchbox: could not" in log_path.read_text():
+            if proc.poll() is not None or time.time() > deadline or "warm start: could not" in log_path.read_text():
                 raise RuntimeError(f"the app kept no prefix:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
         kept = next(line for line in log_path.read_text().splitlines() if KEPT_LINE in line)

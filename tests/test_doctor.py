@@ -197,3 +197,30 @@ def test_a_gpu_machine_with_a_cpu_build_is_told_loudly(tmp_path: Path, monkeypat
         build_machine_view(Settings.resolve(env={}))
     warnings = [b.value for b in page.blocks.values() if isinstance(b, gr.Markdown) and "⚠️" in (b.value or "")]
     assert len(warnings) == 1 and "cannot offload" in warnings[0] and "GGML_CUDA=on" in warnings[0]
+
+
+def test_the_page_served_shows_the_notice_the_gpu_check_gives() -> None:
+    """The warning as a browser gets it (the page's config from a real server), for a check that found a GPU
+    llama.cpp cannot offload to; none for one where every part can use it."""
+    import urllib.request
+
+    import gradio as gr
+
+    from searchbox.settings import Settings
+    from searchbox.ui.machine_view import build_machine_view
+
+    def served_warnings(gpu: GpuCheck) -> list[str]:
+        with gr.Blocks() as page:
+            build_machine_view(Settings.resolve(env={}), gpu=gpu)
+        page.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+        try:
+            with urllib.request.urlopen(page.local_url + "config", timeout=30) as response:
+                config = json.load(response)
+        finally:
+            page.close()
+        values = [c.get("props", {}).get("value") for c in config["components"] if c.get("type") == "markdown"]
+        return [v for v in values if isinstance(v, str) and "⚠️" in v]
+
+    [warning] = served_warnings(check(llama_cpp_offload=False))
+    assert "NVIDIA L40S with 45,400 MB free" in warning and "cannot offload" in warning and "GGML_CUDA=on" in warning
+    assert served_warnings(check()) == []

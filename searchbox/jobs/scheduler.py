@@ -231,6 +231,10 @@ class Scheduler:
             return Standing(record.state if record is not None else "", place, len(line), len(self._active),
                             self.pool.slots, len(self.pool.dropped))
 
+    def occupancy(self) -> Standing:
+        """The pool's slots and the runs waiting for one, of no job in particular (what GET /health says)."""
+        return self.standing("")
+
     @property
     def version(self) -> int:
         """Bumped on every state change: a UI polls it to know when to refresh its jobs table."""

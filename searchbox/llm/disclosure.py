@@ -67,3 +67,9 @@ def _pool_urls(settings: Settings) -> list[str]:
         return [server.url for server in pool_servers(settings) if server.url]
     except PoolError:  # the app refuses to start with it; a CLI run has no pool to name
         return []
+
+
+def hidden_from_anyone(settings: Settings, text: str) -> str:
+    """`text` as anyone may read it, in an operator's app too: what a route without a login answers (GET
+    /health) and what the page says before anyone logs in."""
+    return hidden(text, operator_details(settings.with_overrides(searchbox_operator=False)))

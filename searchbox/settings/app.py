@@ -58,6 +58,11 @@ class AppSettings:
         "values, comma-separated (auto, preset names, packaged:...); empty = its own only (a choice may download up "
         "to 22 GB, and every model booted stays in memory)", deploy=True
     )
+    searchbox_warm_start: bool = knob(
+        True, "prepare at start-up what a first run needs (the app's model and the prompt prefix its runs start with, "
+        "the retrieval models, the built-in dataroom's text and vectors in the caches runs read), off any "
+        "visitor's clock, with its progress on the page and in GET /health; off: the first run does it"
+    )
     searchbox_visitor_keys: bool = knob(
         False, "runs of the app's visitors may use the operator's JINA_API_KEY for the api backends (off: a "
         "visitor's run with an api backend needs a key of its own)"

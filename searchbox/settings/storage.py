@@ -4,6 +4,7 @@ prefixes) and where the app keeps its jobs, with the folders they name."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,7 +18,8 @@ class StorageSettings:
     TITLE: ClassVar[str] = "Storage"
 
     searchbox_cache_dir: str = knob(
-        "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox)",
+        "", "disk cache for embeddings and extracted text, shared across jobs (default: ~/.cache/searchbox; on a "
+        "Hugging Face Space with persistent storage, /data/searchbox, which survives a restart)",
         deploy=True
     )
     # A dataroom at the upload limit (200 MB) of text-heavy documents holds some 50 MB of text: about 41,000
@@ -55,5 +57,22 @@ class StorageSettings:
         return self.searchbox_jobs_dir or os.path.join(self.cache_dir, "jobs")
 
 
+# Where a Hugging Face Space mounts its persistent storage, when the Space has it: the only disk of a Space
+# that survives a restart (its home is rebuilt each time).
+SPACE_STORAGE = "/data"
+
+
 def default_cache_dir(configured: str = "") -> str:
-    return configured or os.path.join(os.path.expanduser("~"), ".cache", "searchbox")
+    if configured:
+        return configured
+    storage = space_storage()
+    return os.path.join(storage, "searchbox") if storage else os.path.join(os.path.expanduser("~"), ".cache", "searchbox")
+
+
+def space_storage(env: Mapping[str, str] | None = None) -> str | None:
+    """The Space's persistent storage folder: on a Hugging Face Space (SPACE_ID set) whose storage is mounted and
+    writable; None anywhere else (a /data on another machine is not ours to fill)."""
+    if (env if env is not None else os.environ).get("SPACE_ID") and os.path.isdir(SPACE_STORAGE) \
+            and os.access(SPACE_STORAGE, os.W_OK):
+        return SPACE_STORAGE
+    return None

@@ -15,11 +15,13 @@ from searchbox.ui.api.routes import ApiMount, build_api
 from searchbox.ui.compare_view import CompareView
 from searchbox.ui.explorer import Explorer
 from searchbox.ui.file_gate import FileGate
+from searchbox.ui.health import Health, HealthRoute
 from searchbox.ui.hash_seed import keep_hash_seed_in_memory
 from searchbox.ui.jobs_view import JobsView
 from searchbox.ui.machine_view import build_machine_view
 from searchbox.ui.run_view import FOLLOWERS, RunView
 from searchbox.ui.services import Services
+from searchbox.ui.warm_view import build_warm_view
 
 INTRO = """# 🔎 searchbox
 Ask a question about a dataroom (a .zip of documents, or the built-in one). A local LLM searches it
@@ -47,6 +49,7 @@ def build_app(settings: Settings | None = None, services: Services | None = None
         owner = gr.BrowserState("", storage_key="searchbox-owner")
         gr.Markdown(INTRO)
         build_machine_view(settings)
+        build_warm_view(app, services.warm)
         run_view = RunView(services)
         explorer = Explorer(services)
         with gr.Tab("Search"):
@@ -77,9 +80,11 @@ def build_app(settings: Settings | None = None, services: Services | None = None
 
 
 def launch_options(app: gr.Blocks) -> dict[str, Any]:
-    """What launch() takes for an app build_app made: the look, the REST API under /api/ (ahead of the gate: it
-    reads its own bodies within the same caps), and the file gate in front of Gradio's routes (uploads capped
-    and granted to their address, files served only to theirs)."""
+    """What launch() takes for an app build_app made: the look, GET /health, the REST API under /api/ (ahead of
+    the gate: it reads its own bodies within the same caps), and the file gate in front of Gradio's routes
+    (uploads capped and granted to their address, files served only to theirs)."""
     services: Services = app.services  # type: ignore[attr-defined]
-    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(ApiMount, api=build_api(services)),
-                                                            Middleware(FileGate, uploads=services.uploads)]}}
+    health = Health(services.settings, services.scheduler, services.warm)
+    return {**LAUNCH_OPTIONS, "app_kwargs": {"middleware": [Middleware(HealthRoute, health=health),
+                                                             Middleware(ApiMount, api=build_api(services)),
+                                                             Middleware(FileGate, uploads=services.uploads)]}}

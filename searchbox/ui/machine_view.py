@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from searchbox.doctor import Report, check_gpu, gather, gpu_notices, rows
+from searchbox.doctor import GpuCheck, Report, check_gpu, gather, gpu_notices, rows
 from searchbox.settings import Settings
 
 
@@ -22,12 +22,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")  # a pipe in a value would end its table cell
 
 
-def build_machine_view(settings: Settings) -> None:
+def build_machine_view(settings: Settings, gpu: GpuCheck | None = None) -> None:
     """The warning (only when there is something to warn about) and, for an operator only (it shows the
     app's folders, disks and memory), a collapsed accordion whose report is gathered each time it is
     opened: free VRAM and disk change, and gathering costs a second or two that an operator who never
-    opens it should not wait for. A public app has neither the accordion nor its endpoint."""
-    notices = gpu_notices(check_gpu())
+    opens it should not wait for. A public app has neither the accordion nor its endpoint. `gpu`: the GPU
+    check the warning is made of (default: this machine's, check_gpu)."""
+    notices = gpu_notices(gpu or check_gpu())
     if notices:
         gr.Markdown(notices_markdown(notices))
     if not settings.searchbox_operator:

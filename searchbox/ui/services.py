@@ -1,5 +1,5 @@
 """What the app's handlers share: the base settings, the job store, the scheduler, the ledger of
-uploads (ui.uploads), and the secrets a visitor typed for a run (kept in memory only, never in a job
+uploads (ui.uploads), the warm start (ui.warm_start), and the secrets a visitor typed for a run (kept in memory only, never in a job
 folder). A visitor's run gets the
 operator's JINA_API_KEY only with the operator's consent (SEARCHBOX_VISITOR_KEYS, or an operator's own
 app): else a key the visitor typed, or none, also when it resumes after a restart."""
@@ -13,10 +13,12 @@ from pathlib import Path
 from searchbox.agent.control import RunControl
 from searchbox.records.events import Listener
 from searchbox.agent.run import connect_and_run
+from searchbox.llm.disclosure import hidden_from_anyone
 from searchbox.jobs.scheduler import RunFn, Scheduler
 from searchbox.jobs.store import JobRecord, JobStore
 from searchbox.settings import Settings
 from searchbox.ui.uploads import UploadLedger, UploadLimits
+from searchbox.ui.warm_start import WarmStart
 
 
 @dataclass
@@ -25,11 +27,13 @@ class Services:
     store: JobStore
     scheduler: Scheduler
     uploads: UploadLedger = field(init=False)
+    warm: WarmStart = field(init=False)  # started by app.py, when SEARCHBOX_WARM_START is on
     _secrets: dict[str, dict[str, str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.uploads = UploadLedger(UploadLimits.of(self.settings))
+        self.warm = WarmStart(self.settings, hide=lambda text: hidden_from_anyone(self.settings, text))
 
     @classmethod
     def start(cls, settings: Settings, run_fn: RunFn = connect_and_run) -> Services:

@@ -117,3 +117,22 @@ def test_every_knob_is_in_one_section_and_the_page_lists_it_there() -> None:
         following = [page.find(f"\n## {other.TITLE}\n") for other in SECTIONS]
         end = min((at for at in following if at > heading), default=len(page))
         assert all(f"| `{f.name.upper()}` |" in page[heading:end] for f in fields(section)), section.TITLE
+
+
+def test_on_a_space_with_persistent_storage_the_caches_go_where_a_restart_keeps_them(tmp_path: Path,
+                                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from searchbox.settings import storage
+
+    data = tmp_path / "data"
+    monkeypatch.setattr(storage, "SPACE_STORAGE", str(data))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    data.mkdir()
+    home_cache = str(tmp_path / "home" / ".cache" / "searchbox")
+    assert Settings.resolve(env={}).cache_dir == home_cache  # not a Space: a /data is not ours to fill
+    monkeypatch.setenv("SPACE_ID", "someone/searchbox")
+    settings = Settings.resolve(env={})
+    assert settings.cache_dir == str(data / "searchbox") and settings.jobs_dir == str(data / "searchbox" / "jobs")
+    assert Settings.resolve(env={"SEARCHBOX_CACHE_DIR": "/elsewhere"}).cache_dir == "/elsewhere"  # an operator's choice
+    data.rmdir()  # a Space without persistent storage
+    assert Settings.resolve(env={}).cache_dir == home_cache
