@@ -44,7 +44,7 @@ from searchbox.settings import Settings  # noqa: E402
 
 SETS = {"built-in": (BUILTIN_DATAROOM, BUILTIN_QUESTIONS), "pydocs": (PYDOCS_DATAROOM, PYDOCS_QUESTIONS),
         "libref": (LIBREF_DATAROOM, LIBREF_QUESTIONS)}
-DEFAULT_SETS = ("built-in", "pydocs")  # the small rooms; libref's 5,000 chunks embed for minutes on a CPU
+DEFAULT_SETS = ("built-in", "pydocs")  # the small rooms; libref's dense pass takes minutes on a CPU
 EMBEDDERS = {
     "MiniLM": {"retrieval_preset": "packaged"},
     "MiniLM int8": {"retrieval_preset": "packaged", "embed_dtype": "int8"},

@@ -16,8 +16,8 @@ PYDOCS_QUESTIONS = ASSETS_DIR / "pydocs_questions.jsonl"
 # The same dataroom asked in another style: must-facts written as short claims, not spans
 # ("The dataset has 20,640 instances"), as question sets written elsewhere often are.
 PYDOCS_CLAIM_QUESTIONS = ASSETS_DIR / "pydocs_claims_questions.jsonl"
-# A third dataroom at the size people upload (about 200 documents, 5 to 6 MB of text): the docstrings of
-# scikit-learn and SciPy, one page per module (assets/libref_source/build.py, which also builds a room
+# A third dataroom at the size people upload (docs/findings/2026-12-06-third-dataroom.md): the docstrings
+# of scikit-learn and SciPy, one page per module (assets/libref_source/build.py, which also builds a room
 # ten times larger on demand), and its question set.
 LIBREF_DATAROOM = ASSETS_DIR / "libref_dataroom.zip"
 LIBREF_QUESTIONS = ASSETS_DIR / "libref_questions.jsonl"

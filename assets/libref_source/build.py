@@ -1,7 +1,7 @@
 """Build the third dataroom (``libref_dataroom.zip``): the reference documentation that scientific
 Python libraries ship inside their own source, their docstrings, rendered as one Markdown page per
-module. Written by those projects, not for searchbox, and at the size people upload: some 200
-documents and 5 to 6 MB of text.
+module. Written by those projects, not for searchbox, and at the size people upload (its figures:
+docs/findings/2026-12-06-third-dataroom.md).
 
 Usage::
 
