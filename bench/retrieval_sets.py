@@ -1,11 +1,13 @@
-"""Does retrieval generalise? Gold-file recall of BM25, dense and hybrid search on both question sets:
-the built-in one (a dataroom written for this project) and the pydocs one (documentation shipped
-inside Python packages), with the packaged embedders: MiniLM in fp32 and int8, and the 64-d static one.
+"""Does retrieval generalise? Gold-file recall of BM25, dense and hybrid search on the question sets:
+the built-in one (a dataroom written for this project), the pydocs one (documentation shipped
+inside Python packages) and, with --sets, the libref one (scikit-learn's and SciPy's docstrings, at
+the size people upload), with the packaged embedders: MiniLM in fp32 and int8, and the 64-d static one.
 
     python bench/retrieval_sets.py                          # the current defaults
     python bench/retrieval_sets.py --set CHUNK_SIZE=1000    # a change to try, as knob overrides
     python bench/retrieval_sets.py --fusion                 # hybrid with 10..200 BM25 candidates fused
     python bench/retrieval_sets.py --json out.json          # also write every figure
+    python bench/retrieval_sets.py --sets libref            # the upload-sized room (its dense pass takes minutes)
 
 Embeddings go through the disk cache in SEARCHBOX_CACHE_DIR (the built-in dataroom's precomputed
 vectors seed it), so a second run with the same chunking embeds only the questions.
@@ -28,6 +30,8 @@ from searchbox.assets import (  # noqa: E402
     BUILTIN_DATAROOM,
     BUILTIN_QUESTIONS,
     BUILTIN_VECTORS,
+    LIBREF_DATAROOM,
+    LIBREF_QUESTIONS,
     PYDOCS_DATAROOM,
     PYDOCS_QUESTIONS,
 )
@@ -38,7 +42,9 @@ from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, recall_a
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 
-SETS = {"built-in": (BUILTIN_DATAROOM, BUILTIN_QUESTIONS), "pydocs": (PYDOCS_DATAROOM, PYDOCS_QUESTIONS)}
+SETS = {"built-in": (BUILTIN_DATAROOM, BUILTIN_QUESTIONS), "pydocs": (PYDOCS_DATAROOM, PYDOCS_QUESTIONS),
+        "libref": (LIBREF_DATAROOM, LIBREF_QUESTIONS)}
+DEFAULT_SETS = ("built-in", "pydocs")  # the small rooms; libref's dense pass takes minutes on a CPU
 EMBEDDERS = {
     "MiniLM": {"retrieval_preset": "packaged"},
     "MiniLM int8": {"retrieval_preset": "packaged", "embed_dtype": "int8"},
@@ -61,10 +67,12 @@ def fusion_rows(engine: RetrievalEngine, questions: list[dict], embedder: str) -
     return rows
 
 
-def measure(overrides: dict[str, str], tmp: Path, fusion: bool = False) -> dict[str, dict[str, dict[str, float]]]:
+def measure(overrides: dict[str, str], tmp: Path, fusion: bool = False,
+            sets: tuple[str, ...] = DEFAULT_SETS) -> dict[str, dict[str, dict[str, float]]]:
     """{set: {"bm25" | "dense (MiniLM)" | "hybrid (MiniLM int8)" ...: {"R@k": r}}}"""
     figures: dict[str, dict[str, dict[str, float]]] = {}
-    for set_name, (dataroom, questions_path) in SETS.items():
+    for set_name in sets:
+        dataroom, questions_path = SETS[set_name]
         questions = load_questions(questions_path)
         work = prepare_work_dir(tmp / set_name, dataroom)
         rows: dict[str, dict[str, float]] = {}
@@ -95,11 +103,15 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", help="knob override (repeatable)")
     parser.add_argument("--fusion", action="store_true", help="also hybrid with each number of BM25 candidates in FUSED_BM25")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--sets", default=",".join(DEFAULT_SETS), help=f"comma-separated, of {', '.join(SETS)}")
     args = parser.parse_args()
     overrides = parse_overrides(args.set)
+    sets = tuple(args.sets.split(","))
+    if not set(sets) <= set(SETS):
+        parser.error(f"--sets takes a comma-separated subset of {', '.join(SETS)}")
     with tempfile.TemporaryDirectory(prefix="searchbox-sets-") as tmp:
-        figures = measure(overrides, Path(tmp), args.fusion)
-    counts = {name: len(load_questions(q)) for name, (_, q) in SETS.items()}
+        figures = measure(overrides, Path(tmp), args.fusion, sets)
+    counts = {name: len(load_questions(SETS[name][1])) for name in sets}
     print(f"gold-file recall; questions: {counts}; overrides: {overrides or 'none'}")
     print(format_figures(figures))
     if args.json:

@@ -16,6 +16,11 @@ PYDOCS_QUESTIONS = ASSETS_DIR / "pydocs_questions.jsonl"
 # The same dataroom asked in another style: must-facts written as short claims, not spans
 # ("The dataset has 20,640 instances"), as question sets written elsewhere often are.
 PYDOCS_CLAIM_QUESTIONS = ASSETS_DIR / "pydocs_claims_questions.jsonl"
+# A third dataroom at the size people upload (docs/findings/2026-12-06-third-dataroom.md): the docstrings
+# of scikit-learn and SciPy, one page per module (assets/libref_source/build.py, which also builds a room
+# ten times larger on demand), and its question set.
+LIBREF_DATAROOM = ASSETS_DIR / "libref_dataroom.zip"
+LIBREF_QUESTIONS = ASSETS_DIR / "libref_questions.jsonl"
 # A real sweep's records (each assist alone over 10 built-in questions at two seeds; from
 # docs/findings/data/2026-12-02-assists-alone-seeds-2-3.tar.gz), which the Compare tab offers before any
 # sweep of one's own exists.

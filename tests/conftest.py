@@ -14,7 +14,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # the whole suite (and the app and CLI processes it starts, which inherit this) runs on one day.
 os.environ.setdefault("PROMPT_DATE", "2026-12-02")
 
-from searchbox.assets import PYDOCS_DATAROOM  # noqa: E402
+from searchbox.assets import LIBREF_DATAROOM, PYDOCS_DATAROOM  # noqa: E402
 from searchbox.dataroom.extract import extract_dataroom  # noqa: E402
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.jobs.store import JobStore  # noqa: E402
@@ -92,13 +92,22 @@ def catalog_result(ctx: ToolContext, name: str, args: dict) -> dict:
     return result.data
 
 
-@pytest.fixture(scope="session")
-def pydocs_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Each pydocs document's text as the project's extractor sees it (wrapper folder stripped)."""
-    root = tmp_path_factory.mktemp("pydocs")
-    with zipfile.ZipFile(PYDOCS_DATAROOM) as zf:
+def zip_texts(dataroom: Path, root: Path) -> dict[str, str]:
+    """Each document's text of a committed dataroom as the project's extractor sees it (wrapper folder
+    stripped)."""
+    with zipfile.ZipFile(dataroom) as zf:
         zf.extractall(root)
     (wrapper,) = [p for p in root.iterdir() if p.is_dir()]
     files = extract_dataroom(wrapper)
     assert all(f.status == "ok" for f in files), [(f.path, f.reason) for f in files if f.status != "ok"]
     return {f.path: f.text for f in files}
+
+
+@pytest.fixture(scope="session")
+def pydocs_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return zip_texts(PYDOCS_DATAROOM, tmp_path_factory.mktemp("pydocs"))
+
+
+@pytest.fixture(scope="session")
+def libref_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return zip_texts(LIBREF_DATAROOM, tmp_path_factory.mktemp("libref"))
