@@ -14,12 +14,19 @@ from typing import Any
 import pytest
 
 from conftest import SMALL_DATAROOM, write_tree
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
 from searchbox.agent.pi.install import pi_problem
 from searchbox.agent.run import run_job
+from searchbox.evaluation.report import results_frame, summary_table
+from searchbox.evaluation.report_charts import cost
 from searchbox.jobs.job import create_job
 from searchbox.llm import connect
 from searchbox.llm.clients.openai_client import OpenAIClient, thinking_fields
+from searchbox.llm.llamacpp.model import GGUF_TEMPLATE, LlamaCppModel
 from searchbox.llm.serve import ModelServer, requested_thinking
+from searchbox.llm.weights.gguf import PACKAGED_GEMMA, resolve_gguf
+from searchbox.records.events import Notice, read_events
 from searchbox.records.files import read_json, read_jsonl
 from searchbox.settings import Settings
 from searchbox.ui.charts import turn_deltas
@@ -88,6 +95,66 @@ def test_thinking_takes_only_its_levels() -> None:
         Settings.resolve(env={"THINKING": "max"})
     with pytest.raises(ValueError, match="THINKING must be one of"):
         thinking_fields("on")
+
+
+def test_the_compare_tab_shows_reasoning_tokens_as_a_column_and_a_part_of_the_cost() -> None:
+    rows = [{"entry": entry, "question_id": f"q{i}", "turns": 1, "wall_s": 2.0,
+             "tokens": {"input": 1000, "output": 300, "cacheRead": 0, "reasoning": reasoning, "total": 1300}}
+            for entry, reasoning in (("think-high", 200), ("think-off", 0)) for i in (1, 2)]
+    df = results_frame(rows)
+    table = summary_table(df)
+    assert table.set_index("entry")["reasoning tokens"].to_dict() == {"think-high": 200, "think-off": 0}
+    figure = cost(df)
+    parts = {trace.name: list(trace.y) for trace in figure.data if trace.name != "wall time"}
+    assert parts["reasoning"] == [200, 0] and parts["output"] == [100, 300]  # the output's rest: no double count
+    # A sweep from before reasoning was counted has no such part, and its column is empty.
+    old = results_frame([{**rows[-1], "tokens": {"input": 1000, "output": 300, "cacheRead": 0, "total": 1300}}])
+    assert "reasoning" not in {trace.name for trace in cost(old).data}
+    assert summary_table(old)["reasoning tokens"].isna().all()
+
+
+# -- the built-in runtime --------------------------------------------------------------------------
+
+# Qwen3's switch, as its chat template reads it: an empty, closed think block when thinking is off.
+THINKING_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                     "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}"
+                     "<think>\n\n</think>\n\n{% endif %}")
+
+
+@pytest.mark.real_model
+def test_the_built_in_runtime_hands_thinking_to_a_template_that_reads_it() -> None:
+    """No packaged model's template reads enable_thinking, so the 270M is given Qwen3's switch the way
+    llama-cpp-python sets up a GGUF's own template: the prompt it evaluates then holds the closed block under
+    off, and not under auto or high."""
+    model = LlamaCppModel(resolve_gguf(PACKAGED_GEMMA), 1024)
+    try:
+        llama = model._llama
+        llama.metadata["tokenizer.chat_template"] = THINKING_TEMPLATE
+        llama._chat_handlers[GGUF_TEMPLATE] = Jinja2ChatFormatter(THINKING_TEMPLATE, "", "").to_chat_handler()
+        llama.chat_format = model.chat_format = GGUF_TEMPLATE
+        model.template_reads = ("enable_thinking",)
+        prompt = {level: model.complete(MESSAGES, max_tokens=1, temperature=0, thinking=level).usage.input
+                  for level in ("auto", "high", "off")}
+        closed_block = len(llama.tokenize("<think>\n\n</think>\n\n".encode(), add_bos=False, special=True))
+        assert prompt["auto"] == prompt["high"] and prompt["off"] == prompt["auto"] + closed_block, prompt
+        assert model.thinking_effect("off") is None
+        assert "low, medium and high are the same there" in (model.thinking_effect("high") or "")
+    finally:
+        model.close()
+
+
+@pytest.mark.real_model
+def test_a_run_on_the_built_in_runtime_whose_template_reads_no_thinking_says_so(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, llm_gguf=PACKAGED_GEMMA, context_window=2048, max_output_tokens=24,
+                         thinking="high", max_steps_per_turn=1)
+    job = _job(tmp_path, settings)
+    run_job(job, settings, connect(settings))
+    said = [e.message for e in read_events(job / "events.jsonl") if isinstance(e, Notice)]
+    assert any("THINKING=high has no effect on" in note and "reads neither enable_thinking" in note for note in said)
+    thinking = read_json(job / "run_meta.json", {})["thinking"]
+    assert thinking["level"] == "high" and "has no effect" in thinking["no_effect"]
+    usages = [row["usage"] for row in read_jsonl(job / "session.jsonl") if row.get("usage")]
+    assert usages and all(u["reasoning"] == 0 for u in usages)
 
 
 # -- counting reasoning a server did not count -----------------------------------------------------
