@@ -44,7 +44,8 @@ class InstantModel(ChatModel):
     def __init__(self, steps: int) -> None:
         self.left = steps
 
-    def stream(self, messages, tools, *, max_tokens, temperature=0.6, tool_choice="auto", seed=None) -> Iterator[StreamEvent]:
+    def stream(self, messages, tools, *, max_tokens, temperature=0.6, tool_choice="auto", seed=None,
+               thinking="auto") -> Iterator[StreamEvent]:
         self.left -= 1
         args = {"path": "dataroom", "limit": 100 + self.left}
         calls = [ToolCall(new_call_id(), "ls", args, json.dumps(args))] if self.left > 0 and tools else []

@@ -28,6 +28,7 @@ class Request:
     tools: list[str]
     tool_choice: ToolChoice
     max_tokens: int
+    thinking: str = "auto"
 
 
 class FakeChatModel(ChatModel):
@@ -40,9 +41,10 @@ class FakeChatModel(ChatModel):
         self._calls = 0
 
     def stream(self, messages: list[Message], tools: list[Tool] | None, *, max_tokens: int, temperature: float = 0.6,
-               tool_choice: ToolChoice = "auto", seed: int | None = None) -> Iterator[StreamEvent]:
+               tool_choice: ToolChoice = "auto", seed: int | None = None,
+               thinking: str = "auto") -> Iterator[StreamEvent]:
         self.requests.append(Request([dict(m) for m in messages], [t["function"]["name"] for t in tools or []],
-                                     tool_choice, max_tokens))
+                                     tool_choice, max_tokens, thinking))
         if not self.script and self.default is None:
             raise AssertionError(f"the loop asked for reply {len(self.requests)}, but the script has none left")
         said = self.script.pop(0) if self.script else self.default

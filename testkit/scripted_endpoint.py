@@ -339,4 +339,6 @@ def _usage(usage: dict[str, Any]) -> dict[str, Any]:
     full = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
     if "cached_tokens" in usage:
         full["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+    if "reasoning_tokens" in usage:  # OpenAI's place for them, part of completion_tokens
+        full["completion_tokens_details"] = {"reasoning_tokens": usage["reasoning_tokens"]}
     return full

@@ -78,6 +78,6 @@ def compact(model: ChatModel, session: Session, settings: Settings) -> tuple[str
         {"role": "user", "content": f"{previous}{render_transcript(older, budget_chars)}\n\n{COMPACTION_INSTRUCTIONS}"},
     ]
     response = model.complete(prompt, None, max_tokens=min(2048, settings.max_output_tokens), tool_choice="none",
-                              seed=settings.llm_seed)
+                              seed=settings.llm_seed, thinking=settings.thinking)
     summary = response.text.strip() or render_transcript(older, 2000)
     return summary, response.usage, first_kept

@@ -149,7 +149,8 @@ class NativeDriver:
         tools = None if tool_choice == "none" else self.machine.toolbox.schemas() or None
         try:
             for event in self.machine.model.stream(messages, tools, max_tokens=self.settings.max_output_tokens,
-                                                   tool_choice=tool_choice if tools else "auto", seed=self.settings.llm_seed):
+                                                   tool_choice=tool_choice if tools else "auto", seed=self.settings.llm_seed,
+                                                   thinking=self.settings.thinking):
                 if self.machine.control.requested:
                     raise RunOver(self.machine.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):

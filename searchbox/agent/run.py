@@ -55,6 +55,8 @@ def run_info(toolbox: RunToolbox, model: ChatModel, settings: Settings,
         **({"llm_auto": llm_auto.record()} if llm_auto else {}),
         "harness": harness_record(settings),
         "model_id": model.model_id,
+        # THINKING as asked, and why it does not do that here when the backend cannot pass it on
+        "thinking": {"level": settings.thinking, "no_effect": model.thinking_effect(settings.thinking)},
         "tools_enabled": toolbox.names,
         "backends": {
             "llm": "openai" if settings.llama_url else "llamacpp",
@@ -90,7 +92,8 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     toolbox = RunToolbox(workspace, settings)
     recording = RunRecording(workspace, RunRecorder(job_dir, settings), run_info(toolbox, model, settings, llm_auto))
     bus = EventBus(folder.events, [recording, *(listeners or [])])
-    for note in [*notes, *toolbox.notes]:
+    thinking = model.thinking_effect(settings.thinking)
+    for note in [*notes, *toolbox.notes, *([thinking] if thinking else [])]:
         bus.emit(Notice(level="warning", message=note))
     try:
         return make_loop(job_dir, settings, model, toolbox, bus, control).run(folder.question())

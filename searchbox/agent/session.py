@@ -74,8 +74,9 @@ class Session:
         return sum(1 for message in self.messages if message.get("role") == "assistant")
 
     def token_totals(self) -> dict[str, int]:
-        """Summed over every LLM call in the file, compaction calls included, so nothing is undercounted."""
-        totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        """Summed over every LLM call in the file, compaction calls included, so nothing is undercounted; the
+        reasoning tokens are a part of the output (0 in a session written before they were counted)."""
+        totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "reasoning": 0}
         for usage in self.usages:
             for key in totals:
                 totals[key] += int(usage.get(key, 0))

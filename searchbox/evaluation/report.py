@@ -27,7 +27,8 @@ from searchbox.records.events import NO_ANSWER
 from searchbox.records.files import read_json, read_jsonl
 
 SUMMARY_COLUMNS = ["entry", "runs", "questions", "accuracy", "95% interval", "fact recall", "citation validity",
-                   "citation precision", "supported citations", "assist firings", "turns", "tokens", "wall s", "no answer"]
+                   "citation precision", "supported citations", "assist firings", "turns", "tokens", "reasoning tokens", "wall s",
+                   "no answer"]
 # Scores against a gold answer: a sweep of ad-hoc questions (ablate --query) has none of them.
 _GOLD_COLUMNS = ["accuracy", "95% interval", "fact recall", "citation precision"]
 PAIRED_COLUMNS = ["A", "B", "questions", "A wins", "A loses", "ties", "mean difference", "p (sign test)"]
@@ -38,7 +39,7 @@ PAIRED_NOTE = ("Paired comparison: on each question both scored, A wins if its a
                "is higher, loses if lower; p is the exact two-sided sign test of wins against losses (ties left out).")
 _NUMERIC = ["budget", "turns", "tool_calls", "wall_s", "accuracy", "score.fact_recall", "score.citation_validity",
             "score.citation_precision", "score.citation_recall", "score.citation_supported", "tokens.input", "tokens.output",
-            "tokens.cacheRead", "tokens.cacheWrite", "tokens.total"]
+            "tokens.cacheRead", "tokens.cacheWrite", "tokens.reasoning", "tokens.total"]
 _BASE = {"entry": "", "question_id": "", "type": None, "repeat": 1, "seed": None, "overrides": None, "budget": None,
          "force_budget": False, "stop_reason": None,
          "turns": None, "tool_calls": None, "tool_counts": None, "bash_programs": None, "wall_s": None, "harness": None}
@@ -117,8 +118,8 @@ def strip_budget(entry: str, budget: int | None) -> str:
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per entry, in sweep order: runs, questions, the mean accuracy over questions with its 95% interval
     (see intervals.py), and the mean fact recall, citation validity and precision, supported citations
-    (the share the checker found their sources support), turns, tokens and wall seconds of a run, and the
-    runs that ended without an answer.
+    (the share the checker found their sources support), turns, tokens (and of them, reasoning tokens; none
+    in a sweep from before they were counted) and wall seconds of a run, and the runs that ended without an answer.
     Without a gold answer in the whole sweep the accuracy columns are left out."""
     if df.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
@@ -134,12 +135,14 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         "supported citations": groups["score.citation_supported"].mean(),
         "assist firings": pd.Series({entry: assist_firings(runs) for entry, runs in groups}, dtype=object),
         "turns": groups["turns"].mean(),
-        "tokens": groups["tokens.total"].mean(), "wall s": groups["wall_s"].mean(),
+        "tokens": groups["tokens.total"].mean(), "reasoning tokens": groups["tokens.reasoning"].mean(),
+        "wall s": groups["wall_s"].mean(),
         # Runs that ended without an answer (stop reason no_answer): not done, whatever they scored.
         "no answer": groups["stop_reason"].agg(lambda reasons: int((reasons == NO_ANSWER).sum())),
     }).rename_axis("entry").reset_index()
     table = table.round({"accuracy": 3, "fact recall": 3, "citation validity": 3, "citation precision": 3,
-                         "supported citations": 3, "turns": 1, "tokens": 0, "wall s": 1})
+                         "supported citations": 3, "turns": 1, "tokens": 0, "reasoning tokens": 0,
+                         "wall s": 1})
     return table.drop(columns=_GOLD_COLUMNS) if df["accuracy"].isna().all() else table
 
 
@@ -220,7 +223,8 @@ def render_html(name: str, df: pd.DataFrame | None, retrieval: dict[str, Any] | 
         runs = (f"{len(df)} runs of {df['entry'].nunique()} entries over {df['question_id'].nunique()} questions"
                 if not df.empty else "No runs in results.jsonl yet.")
         table = summary_table(df)
-        table["tokens"] = table["tokens"].map(lambda n: "–" if pd.isna(n) else f"{n:,.0f}")
+        for column in ("tokens", "reasoning tokens"):
+            table[column] = table[column].map(lambda n: "–" if pd.isna(n) else f"{n:,.0f}")
         notes = f"<p class='note'>{html.escape(INTERVAL_NOTE)}</p>" if "accuracy" in table else (
             "<p class='note'>No gold answer (an ad-hoc question): behaviour only, no accuracy.</p>")
         table = table.to_html(index=False, na_rep="–", border=0, classes="summary") + notes

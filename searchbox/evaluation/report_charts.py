@@ -145,15 +145,20 @@ def run_tool_counts(tool_counts: Any, bash_programs: Any) -> dict[str, int]:
 
 
 def cost(df: pd.DataFrame) -> go.Figure:
-    """Tokens (uncached input, cache read, output) and wall time per run, side by side per entry."""
+    """Tokens (uncached input, cache read, output, reasoning) and wall time per run, side by side per entry."""
     title = "Tokens and wall time per run"
     if df.empty:
         return empty_figure(title, "no data")
     order = entries(df)
-    means = df.groupby("entry")[["tokens.input", "tokens.cacheRead", "tokens.output", "wall_s"]].mean().reindex(order)
-    # Prompt tokens include those read from the cache (as in charts.turn_deltas): the three parts sum to total.
+    columns = ["tokens.input", "tokens.cacheRead", "tokens.output", "tokens.reasoning", "wall_s"]
+    means = df.groupby("entry")[columns].mean().reindex(order)
+    # Prompt tokens include those read from the cache, output tokens the reasoning (as in charts.turn_deltas):
+    # the parts sum to total.
+    reasoning = means["tokens.reasoning"].fillna(0)
     parts = {"input (uncached)": (means["tokens.input"] - means["tokens.cacheRead"]).clip(lower=0),
-             "cache read": means["tokens.cacheRead"], "output": means["tokens.output"]}
+             "cache read": means["tokens.cacheRead"], "output": means["tokens.output"] - reasoning}
+    if reasoning.any():
+        parts["reasoning"] = reasoning
     figure = make_subplots(rows=1, cols=2, horizontal_spacing=0.1)
     for name, values in parts.items():
         figure.add_trace(go.Bar(name=name, x=_labels(order), y=values.fillna(0),

@@ -15,7 +15,7 @@ from searchbox.records.files import write_json
 from searchbox.records.job_folder import JobFolder
 from searchbox.settings import Settings
 
-TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "total")
+TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "reasoning", "total")
 FACT_FIELDS = ("fact", "kind", "status", "explanation")
 Question = dict[str, Any]
 ADHOC_TYPE = "adhoc"  # the type of a question with no gold answer

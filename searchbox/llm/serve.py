@@ -4,6 +4,9 @@ and GET /v1/models. The model's own tool-call parsing (TOOL_CALL_PARSING) and li
 the calls the native loop would. One request at a time: the runtime holds one model slot.
 It also relays to an endpoint Pi cannot stream from (LLM_STREAM): the model is then the endpoint's client,
 which makes plain requests; what the client has to say (a "notice") goes to `on_notice`.
+THINKING comes in the forms an endpoint is sent it (`chat_template_kwargs.enable_thinking`, `reasoning_effort`)
+and goes to the model as its level; a request that names none gets the server's `thinking`. The usage sent back
+counts the reasoning tokens where OpenAI does (`completion_tokens_details.reasoning_tokens`).
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from searchbox.llm.dialects.call_objects import offered_names
-from searchbox.llm.types import ChatModel, ChatResponse, Message
+from searchbox.llm.types import THINKING_LEVELS, ChatModel, ChatResponse, Message
 
 
 class ModelServer:
-    def __init__(self, model: ChatModel, *, max_tokens: int, seed: int | None = None,
+    def __init__(self, model: ChatModel, *, max_tokens: int, seed: int | None = None, thinking: str = "auto",
                  on_notice: Callable[[str], None] | None = None,
                  on_unread: Callable[[str], None] | None = None) -> None:
         self.model = model
         self.on_notice = on_notice
         self.max_tokens = max_tokens  # the run's MAX_OUTPUT_TOKENS: the most any request may ask for
         self.seed = seed
+        self.thinking = thinking  # the run's THINKING, for a request that names no level
         # Told each reply's output that was read as neither text nor a call: the harness is sent none of it
         # (an OpenAI reply has no place for it), so its owner keeps it beside the harness's own message.
         self.on_unread = on_unread
@@ -114,7 +118,21 @@ class ModelServer:
         return self.model.stream([_plain(m) for m in body.get("messages") or []], body.get("tools") or None,
                                  max_tokens=min(int(asked), self.max_tokens),
                                  temperature=float(body.get("temperature", 0.6)),
-                                 tool_choice=body.get("tool_choice") or "auto", seed=body.get("seed", self.seed))
+                                 tool_choice=body.get("tool_choice") or "auto", seed=body.get("seed", self.seed),
+                                 thinking=requested_thinking(body, self.thinking))
+
+
+def requested_thinking(body: dict[str, Any], default: str) -> str:
+    """The THINKING level a request asks for: its effort (top-level, or a chat template variable), off where it
+    turns thinking off, else `default`."""
+    kwargs = body.get("chat_template_kwargs")
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    effort = body.get("reasoning_effort", kwargs.get("reasoning_effort"))
+    if kwargs.get("enable_thinking") is False:
+        return "off"
+    if effort in THINKING_LEVELS and effort != "auto":
+        return str(effort)
+    return default
 
 
 class HeldText:
@@ -190,10 +208,11 @@ def _finish_reason(response: ChatResponse) -> str:
     return "tool_calls" if response.tool_calls else (response.finish_reason or "stop")
 
 
-def _usage(response: ChatResponse) -> dict[str, int]:
+def _usage(response: ChatResponse) -> dict[str, Any]:
     usage = response.usage
     return {"prompt_tokens": usage.input, "completion_tokens": usage.output, "total_tokens": usage.total,
-            "prompt_tokens_details": {"cached_tokens": usage.cache_read}}
+            "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+            "completion_tokens_details": {"reasoning_tokens": usage.reasoning}}
 
 
 def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:

@@ -17,6 +17,9 @@ Message = dict[str, Any]
 Tool = dict[str, Any]
 # "auto", "none", or {"type": "function", "function": {"name": ...}} to force one tool.
 ToolChoice = str | dict[str, Any]
+# THINKING's levels: auto sends nothing (the server's or the template's default), off turns thinking off,
+# low/medium/high turn it on at that effort.
+THINKING_LEVELS = ("auto", "off", "low", "medium", "high")
 
 
 @dataclass(frozen=True)
@@ -37,26 +40,37 @@ class ToolCall:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": arguments}}
 
 
+# How a response's reasoning tokens were counted (Usage.reasoning_by): the server's own count
+# (completion_tokens_details.reasoning_tokens), the reasoning text run through the model's tokenizer, the
+# streamed reasoning deltas (one token each on llama.cpp's servers), or the text's characters / 4.
+REASONING_COUNTS = ("server", "tokenizer", "deltas", "estimate")
+
+
 @dataclass(frozen=True)
 class Usage:
     input: int = 0  # prompt tokens
-    output: int = 0  # completion tokens
+    output: int = 0  # completion tokens, reasoning included (as OpenAI and llama-server count them)
     cache_read: int = 0  # prompt tokens served from a prefix cache
     cache_write: int = 0
     estimated: bool = False  # counted by the client because the backend reported none
+    reasoning: int = 0  # of the output, the tokens of the reasoning
+    reasoning_by: str = ""  # how `reasoning` was counted (REASONING_COUNTS); "" when there was none
 
     @property
     def total(self) -> int:
         return self.input + self.output
 
-    def as_dict(self) -> dict[str, int]:
-        counts = {
+    def as_dict(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {
             "input": self.input,
             "output": self.output,
             "cacheRead": self.cache_read,
             "cacheWrite": self.cache_write,
+            "reasoning": self.reasoning,
             "total": self.total,
         }
+        if self.reasoning_by:
+            counts["reasoningBy"] = self.reasoning_by
         return {**counts, "estimated": 1} if self.estimated else counts
 
 
@@ -112,9 +126,12 @@ class ChatModel(ABC):
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
+        thinking: str = "auto",
     ) -> Iterator[StreamEvent]:
         """Deltas as they arrive; the last event has kind "done" and the full response. A seed fixes the
-        sampling (the same seed, prompt and model give the same reply); None lets the backend pick."""
+        sampling (the same seed, prompt and model give the same reply); None lets the backend pick.
+        `thinking` (THINKING_LEVELS) is sent in the form the backend reads; one that cannot apply it says
+        so in a "notice" event."""
 
     def complete(
         self,
@@ -125,13 +142,19 @@ class ChatModel(ABC):
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
+        thinking: str = "auto",
     ) -> ChatResponse:
         events = self.stream(messages, tools, max_tokens=max_tokens, temperature=temperature, tool_choice=tool_choice,
-                             seed=seed)
+                             seed=seed, thinking=thinking)
         for event in events:
             if event.kind == "done" and event.response is not None:
                 return event.response
         raise RuntimeError(f"{type(self).__name__}.stream ended without a done event")
+
+    def thinking_effect(self, thinking: str) -> str | None:
+        """Why a THINKING level does not do here what it says (a backend that cannot pass it on), for the run's
+        feed and records; None where it goes to the model as asked (an endpoint is sent it: the server decides)."""
+        return None
 
     @abstractmethod
     def close(self) -> None:

@@ -32,6 +32,13 @@ class LlmSettings:
         "streams: under off, or auto once the endpoint refused, it talks to searchbox's loopback relay",
         choices=("auto", "on", "off"), deploy=True
     )
+    thinking: str = knob(
+        "auto", "the model's thinking: auto sends nothing (the server's or the chat template's default); off and "
+        "low/medium/high go to an endpoint as chat_template_kwargs.enable_thinking (false, true) and, for a level, "
+        "reasoning_effort; to the built-in runtime as those chat template variables where the GGUF's template reads "
+        "them (the run's feed says when it reads neither); to Pi as its thinking level. Reasoning tokens are counted "
+        "apart, as part of the output", choices=("auto", "off", "low", "medium", "high")
+    )
     llm_timeout_seconds: int = knob(
         600, "LLAMA_URL: seconds to wait for the next byte of a response (a long prompt can take minutes to prefill)"
     )

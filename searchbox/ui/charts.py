@@ -26,15 +26,22 @@ def axis_label(name: str) -> str:
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
+# The parts of a turn's tokens, stacked: they sum to its total. Reasoning is drawn only in a run that had some.
+TOKEN_PARTS = (("input", "input (uncached)"), ("cacheRead", "cache read"), ("output", "output"),
+               ("reasoning", "reasoning"))
+
+
 def turn_deltas(turn_rows: list[dict[str, Any]]) -> list[dict[str, int]]:
-    """Per-turn token use from turns.jsonl's cumulative totals. Prompt tokens include those read
-    from the cache, so the uncached part is input - cacheRead; the three parts then sum to total."""
-    deltas, previous = [], {"input": 0, "output": 0, "cacheRead": 0}
+    """Per-turn token use from turns.jsonl's cumulative totals. Prompt tokens include those read from the
+    cache, so the uncached part is input - cacheRead; output tokens include the reasoning, so the rest of the
+    output is output - reasoning; the four parts then sum to total."""
+    deltas, previous = [], {"input": 0, "output": 0, "cacheRead": 0, "reasoning": 0}
     for row in sorted(turn_rows, key=lambda r: r["turn"]):
         tokens = row.get("tokens") or {}
         step = {key: int(tokens.get(key, 0)) - previous[key] for key in previous}
         deltas.append({"turn": int(row["turn"]), "input": step["input"] - step["cacheRead"],
-                       "cacheRead": step["cacheRead"], "output": step["output"]})
+                       "cacheRead": step["cacheRead"], "output": step["output"] - step["reasoning"],
+                       "reasoning": step["reasoning"]})
         previous = {key: int(tokens.get(key, 0)) for key in previous}
     return deltas
 
@@ -47,7 +54,7 @@ def tokens_per_turn(turn_rows: list[dict[str, Any]]) -> go.Figure:
     turns = [d["turn"] for d in deltas]
     figure = go.Figure([
         go.Bar(name=label, x=turns, y=[d[key] for d in deltas], hovertemplate=f"turn %{{x}}<br>{label}: %{{y:,}}<extra></extra>")
-        for key, label in (("input", "input (uncached)"), ("cacheRead", "cache read"), ("output", "output"))
+        for key, label in TOKEN_PARTS if key != "reasoning" or any(d["reasoning"] for d in deltas)
     ])
     figure.update_layout(barmode="stack")
     figure.update_xaxes(title_text="turn", dtick=1)

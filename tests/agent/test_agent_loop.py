@@ -94,7 +94,8 @@ def test_one_turn_with_tools_writes_every_record(job, tmp_path: Path) -> None:
     assert citations["supported"] == 1 and citations["checks"][0]["matched"] == ["31 March 2029"]
     assert meta["config"]["LLAMA_URL"] == url and meta["airgap"] in ("netns", "none")
     # Token totals are the sums over the session file.
-    assert meta["tokens"] == {"input": 1320, "output": 22, "cacheRead": 0, "cacheWrite": 0, "total": 1342}
+    assert meta["tokens"] == {"input": 1320, "output": 22, "cacheRead": 0, "cacheWrite": 0, "reasoning": 0,
+                              "total": 1342}
     turns = read_jsonl(job_dir / "turns.jsonl")
     assert len(turns) == 1 and turns[0]["tokens_spent"] == 1320 and turns[0]["answer"]["present"]
     events = [e["type"] for e in read_jsonl(job_dir / "events.jsonl")]

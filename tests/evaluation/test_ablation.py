@@ -94,7 +94,8 @@ def test_a_sweep_writes_one_scored_row_per_run_and_a_summary(baseline: Path, end
     kw, forced = rows[0], rows[3]
     assert kw["overrides"] == {"SEARCHBOX_TOOLS": "keyword_search", "TURN_BUDGET": 1}
     assert kw["stop_reason"] == "first_turn_done" and (kw["turns"], kw["budget"], kw["force_budget"]) == (1, 1, False)
-    assert kw["tokens"] == {"input": 24, "output": 10, "cacheRead": 0, "cacheWrite": 0, "total": 34}  # 2 requests
+    assert kw["tokens"] == {"input": 24, "output": 10, "cacheRead": 0, "cacheWrite": 0, "reasoning": 0,
+                            "total": 34}  # 2 requests
     assert forced["overrides"] == {"TURN_BUDGET": 2, "FORCE_BUDGET": True, "SEARCHBOX_TOOLS": ""}
     assert forced["stop_reason"] == "budget_spent" and (forced["turns"], forced["force_budget"]) == (2, True)
     assert forced["tokens"]["total"] == 51  # a third request: the answer to Continue.

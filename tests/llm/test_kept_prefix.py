@@ -161,7 +161,7 @@ store = PrefixStore(Path(sys.argv[1]), 2**30)
 system, tools = run_prompt_head(Settings.resolve(env={}, tool_descriptions="brief", prompt_date="2026-12-02"))
 model = LlamaCppModel(resolve_gguf(PACKAGED_QWEN_05B), int(sys.argv[2]), prefix_store=store)
 messages = [system, {"role": "user", "content": "Who audited the FY2025 financial statements?"}]
-prefix = model._shared_prefix(messages, tools, "auto")
+prefix = model._shared_prefix(messages, tools, "auto", "auto")
 other = list(prefix)
 other[-10] += 1
 llama = model._llama

@@ -120,6 +120,18 @@ def test_a_native_run_with_streaming_off(server: Served, tmp_path: Path) -> None
     _assert_no_key(job)
 
 
+@pytest.mark.parametrize("thinking", ["off", "high"])
+def test_a_native_run_with_thinking_off_and_high(server: Served, tmp_path: Path, thinking: str) -> None:
+    """THINKING's fields (chat_template_kwargs.enable_thinking, reasoning_effort) are taken by both servers and the
+    run works; the 0.5B does not think, so no reasoning is counted."""
+    job, reason, _ = _run(tmp_path, _settings(tmp_path, server.url, llama_api_key=KEY, thinking=thinking))
+
+    meta = read_json(job / "run_meta.json", {})
+    assert reason == meta["stop_reason"] and reason in TURN_ENDED, meta
+    assert meta["thinking"] == {"level": thinking, "no_effect": None} and meta["tokens"]["reasoning"] == 0
+    assert not [end for end in _step_ends(job) if end["finish_reason"] == "error"], _notices(job)
+
+
 # -- under HARNESS=pi --------------------------------------------------------------------------------
 
 
@@ -162,6 +174,20 @@ def test_a_pi_run_with_streaming_off(server: Served, tmp_path: Path) -> None:
     assert any("in plain (unstreamed) requests to the endpoint" in n for n in notices), notices
     assert meta["harness"]["tool_call_parsing"] == "lenient"
     _assert_no_key(job)
+
+
+@needs_pi
+@pytest.mark.parametrize("thinking", ["off", "high"])
+def test_a_pi_run_with_thinking_off_and_high(server: Served, tmp_path: Path, thinking: str) -> None:
+    """Pi streams from llama-server; llama_cpp.server gets it relayed (it cannot render Pi's messages)."""
+    stream = "off" if server.name == LLAMA_CPP_SERVER else "on"
+    job, reason, _ = _run(tmp_path, _settings(tmp_path, server.url, harness="pi", llama_api_key=KEY,
+                                              thinking=thinking, llm_stream=stream))
+
+    meta = read_json(job / "run_meta.json", {})
+    _assert_pi_run(job, reason, meta)
+    model = read_json(job / "pi" / "agent" / "models.json", {})["providers"]["searchbox"]["models"][0]
+    assert model["reasoning"] is True and meta["tokens"]["reasoning"] == 0
 
 
 # -- helpers ---------------------------------------------------------------------------------------

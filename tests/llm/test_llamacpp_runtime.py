@@ -114,21 +114,27 @@ def test_the_kv_cache_type_asked_for_is_the_one_loaded_and_each_is_its_own_share
         q8.close()
 
 
+QWEN36_PROMPT = ("{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and not enable_thinking %}"
+                 "{{ '<think>\\n\\n</think>\\n\\n' }}{% else %}{{ '<think>\\n' }}{% endif %}")
+
+
 @pytest.mark.parametrize(
-    "generation_prompt, opens",
+    "generation_prompt, variables, opens",
     [
         # Qwen3.6 with thinking on: the template opens the block, the model only closes it.
-        ("{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and not enable_thinking %}"
-         "{{ '<think>\\n\\n</think>\\n\\n' }}{% else %}{{ '<think>\\n' }}{% endif %}", True),
+        (QWEN36_PROMPT, {}, True),
+        (QWEN36_PROMPT, {"enable_thinking": True}, True),
+        # THINKING=off: the template writes an empty block, closed; the model starts with its answer.
+        (QWEN36_PROMPT, {"enable_thinking": False}, False),
         # Qwen3: the model writes <think> itself.
         ("{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and not enable_thinking %}"
-         "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}", False),
-        ("{{ '<start_of_turn>model\\n' }}", False),
+         "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}", {}, False),
+        ("{{ '<start_of_turn>model\\n' }}", {}, False),
     ],
 )
-def test_templates_that_open_the_think_block_are_detected(generation_prompt: str, opens: bool) -> None:
+def test_templates_that_open_the_think_block_are_detected(generation_prompt: str, variables: dict, opens: bool) -> None:
     template = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" + generation_prompt
-    assert _template_opens_think(SimpleNamespace(metadata={"tokenizer.chat_template": template})) is opens
+    assert _template_opens_think(SimpleNamespace(metadata={"tokenizer.chat_template": template}), variables) is opens
 
 
 @pytest.mark.real_model

@@ -46,9 +46,11 @@ def test_every_figure_builds_from_real_records(live_and_recorded: tuple[Dashboar
         assert figure.layout.height <= 400, key
         figure.to_json()  # serializable, as gr.Plot sends it
     tokens = figures["tokens"]
-    # Turn 1: the step calls, the compaction call (900/40) included; turn 2: one call.
-    assert [t.name for t in tokens.data] == ["input (uncached)", "cache read", "output"]
-    assert list(tokens.data[0].y) == [300 + 1600 + 900 + 700, 800] and list(tokens.data[2].y) == [102, 10]
+    # Turn 1: the step calls, the compaction call (900/40) included; turn 2: one call. The first step's reasoning
+    # ("Let me look.", in four streamed deltas) is its own part of turn 1's output.
+    assert [t.name for t in tokens.data] == ["input (uncached)", "cache read", "output", "reasoning"]
+    assert list(tokens.data[0].y) == [300 + 1600 + 900 + 700, 800] and list(tokens.data[2].y) == [102 - 4, 10]
+    assert list(tokens.data[3].y) == [4, 0]
     context = figures["context"]
     assert list(context.data[0].y) == [320, 1630, 712, 810]
     assert list(context.data[1].x) == [2.5] and list(context.data[1].y) == [1630]  # the compaction marker
@@ -72,9 +74,9 @@ def test_per_turn_tokens_are_deltas_of_the_cumulative_totals() -> None:
         {"turn": 3, "tokens": {"input": 9000, "output": 350, "cacheRead": 6000, "cacheWrite": 0, "total": 9350}},
     ]
     assert charts.turn_deltas(rows) == [
-        {"turn": 1, "input": 1000, "cacheRead": 0, "output": 100},
-        {"turn": 2, "input": 1500, "cacheRead": 2500, "output": 200},
-        {"turn": 3, "input": 500, "cacheRead": 3500, "output": 50},
+        {"turn": 1, "input": 1000, "cacheRead": 0, "output": 100, "reasoning": 0},
+        {"turn": 2, "input": 1500, "cacheRead": 2500, "output": 200, "reasoning": 0},
+        {"turn": 3, "input": 500, "cacheRead": 3500, "output": 50, "reasoning": 0},
     ]
     figure = charts.tokens_per_turn(rows)
     assert figure.layout.barmode == "stack" and list(figure.data[0].x) == [1, 2, 3]
@@ -82,6 +84,17 @@ def test_per_turn_tokens_are_deltas_of_the_cumulative_totals() -> None:
     # The stack of each turn adds up to the turn's total.
     assert [sum(t.y[i] for t in figure.data) for i in range(3)] == [1100, 4200, 4050]
     assert figure.layout.xaxis.title.text == "turn" and figure.layout.yaxis.title.text == "tokens"
+
+
+def test_reasoning_tokens_are_their_own_part_of_the_output_never_counted_twice() -> None:
+    rows = [
+        {"turn": 1, "tokens": {"input": 1000, "output": 400, "cacheRead": 0, "reasoning": 300, "total": 1400}},
+        {"turn": 2, "tokens": {"input": 3000, "output": 500, "cacheRead": 1000, "reasoning": 320, "total": 3500}},
+    ]
+    figure = charts.tokens_per_turn(rows)
+    assert [t.name for t in figure.data] == ["input (uncached)", "cache read", "output", "reasoning"]
+    assert list(figure.data[2].y) == [100, 80] and list(figure.data[3].y) == [300, 20]
+    assert [sum(t.y[i] for t in figure.data) for i in range(2)] == [1400, 2100]
 
 
 def test_bash_is_broken_down_by_program() -> None:

@@ -7,7 +7,12 @@ in no file.
 Pi's openai-completions provider always streams (`stream: true` is fixed in pi-ai; its compat settings
 drop only `stream_options`). An endpoint that must get plain requests (LLM_STREAM=off, or auto once it
 refused a stream in this process) is therefore relayed to Pi by searchbox (llm/serve.py) through the
-endpoint's client, which makes them."""
+endpoint's client, which makes them.
+
+THINKING is Pi's thinking level (`--thinking`: off, low, medium, high; auto gives none, and the model is not
+marked as reasoning, so Pi sends nothing). Pi sends it as `chat_template_kwargs` (its "chat-template" format):
+`enable_thinking` and, for a level, `reasoning_effort`, both chat template variables, which is how llama-server
+and vLLM hand them to the template (the native harness sends `reasoning_effort` as OpenAI's top-level field)."""
 
 from __future__ import annotations
 
@@ -112,14 +117,29 @@ def pi_settings(settings: Settings) -> dict[str, Any]:
                            "keepRecentTokens": settings.pi_compaction_keep_recent_tokens}}
 
 
+# Pi's "chat-template" thinking format: these chat_template_kwargs, from the run's thinking level.
+THINKING_KWARGS = {"enable_thinking": {"$var": "thinking.enabled"},
+                   "reasoning_effort": {"$var": "thinking.effort", "omitWhenOff": True}}
+
+
+def thinking_compat(thinking: str) -> dict[str, Any]:
+    """models.json's compat for THINKING: nothing where Pi is to send nothing (auto)."""
+    if thinking == "auto":
+        return {}
+    return {"thinkingFormat": "chat-template", "chatTemplateKwargs": THINKING_KWARGS}
+
+
 def write_agent_dir(paths: PiPaths, url: str, model_id: str, settings: Settings) -> None:
-    """models.json with one provider, the run's model (its window and output cap); settings.json."""
+    """models.json with one provider, the run's model (its window and output cap, whether it thinks and how Pi
+    says so); settings.json."""
     for folder in (paths.agent_dir, paths.sessions, paths.home, paths.project):
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
         "baseUrl": url, "api": "openai-completions", "apiKey": f"${KEY_VARIABLE}",
-        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-        "models": [{"id": model_id, "name": model_id, "reasoning": False, "input": ["text"],
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False,
+                   **thinking_compat(settings.thinking)},
+        # reasoning: false makes Pi send no thinking field at all; off needs true, to send enable_thinking false
+        "models": [{"id": model_id, "name": model_id, "reasoning": settings.thinking != "auto", "input": ["text"],
                     "contextWindow": settings.context_window, "maxTokens": settings.max_output_tokens,
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
     }}}
@@ -127,7 +147,8 @@ def write_agent_dir(paths: PiPaths, url: str, model_id: str, settings: Settings)
     (paths.agent_dir / "settings.json").write_text(json.dumps(pi_settings(settings), indent=2), encoding="utf-8")
 
 
-def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None) -> list[str]:
+def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None,
+            thinking: str = "auto") -> list[str]:
     node = node_binary() or "node"
     argv = [node, str(pi_entry()), "--mode", "rpc", "--provider", PROVIDER, "--model", model_id,
             # Only the extension's tools: every built-in Pi offers runs through searchbox's confined tools.
@@ -137,6 +158,8 @@ def pi_argv(paths: PiPaths, model_id: str, task_block: str, session: Path | None
             "--no-approve", "--offline", "--session-dir", str(paths.sessions), "--append-system-prompt", task_block]
     if session is not None:
         argv += ["--session", str(session)]
+    if thinking != "auto":  # THINKING's levels are Pi's own names
+        argv += ["--thinking", thinking]
     return argv
 
 

@@ -32,6 +32,7 @@ from searchbox.agent.pi.rpc import Line, PiExited, PiProcess
 from searchbox.agent.pi.tool_server import Reply, Request, ToolServer
 from searchbox.agent.prompts import CONTINUE, prompt_day, task_block
 from searchbox.agent.turns import RunOver, TurnMachine
+from searchbox.llm.clients.assemble import CHARS_PER_TOKEN
 from searchbox.llm.disclosure import hidden, operator_details
 from searchbox.llm.serve import ModelServer
 from searchbox.llm.types import ToolCall
@@ -104,7 +105,7 @@ class PiDriver:
         day = prompt_day(self.settings.prompt_date)  # Pi's own prompt names no date: the task block's is the only one
         argv = pi_argv(self.paths, model_id, task_block(day, bash=bash, quotes=self.settings.citation_quotes,
                                                             premise=self.settings.premise_check),
-                       self.paths.session_file())
+                       self.paths.session_file(), self.settings.thinking)
         key = "" if relayed(self.settings) else self.settings.llama_api_key
         self.pi = PiProcess(argv, cwd=self.paths.project, env=pi_env(self.paths, token, server.path, key),
                             stderr_path=self.paths.stderr, on_event=lambda line: self.inbox.put(("rpc", line)))
@@ -128,7 +129,7 @@ class PiDriver:
             return base_url(self.settings.llama_url), self.settings.model_id or model.model_id
         started = time.monotonic()
         server = ModelServer(model, max_tokens=self.settings.max_output_tokens, seed=self.settings.llm_seed,
-                             on_notice=lambda text: self.inbox.put(("notice", text)), on_unread=self._unread.put)
+                             thinking=self.settings.thinking, on_notice=lambda text: self.inbox.put(("notice", text)), on_unread=self._unread.put)
         server.__enter__()
         plain = " in plain (unstreamed) requests to the endpoint" if self.settings.llama_url else ""
         self.bus.emit(Notice(level="info", message=f"the model is served to Pi at {server.base_url}{plain}: "
@@ -252,10 +253,10 @@ class PiDriver:
         self._last_assistant = message
         blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
         text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-        reasoning = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
+        reasoning = _thinking_of(blocks)
         calls = [b for b in blocks if b.get("type") == "toolCall"]
         self._announced.update(str(c.get("id")) for c in calls)
-        usage = _usage(message.get("usage") or {})
+        usage = _usage(message.get("usage") or {}, reasoning)
         entry: dict[str, Any] = {"role": "assistant", "content": text}
         if calls:
             entry["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
@@ -328,25 +329,42 @@ class PiDriver:
         session = self.pi_session if self.pi_session and self.pi_session.is_file() else self.paths.session_file()
         if session is None or not session.is_file():
             return self.session.token_totals()
-        totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        totals = dict.fromkeys(TOKEN_COUNTS, 0)
         for row in read_jsonl(session):
             message = row.get("message") if row.get("type") == "message" else None
+            thinking = ""
             if isinstance(message, dict):
                 counted = message.get("usage") if message.get("role") == "assistant" else None
+                thinking = _thinking_of(message.get("content"))
             else:  # compaction, branch_summary and usage entries carry the usage of the call that made them
                 counted = row.get("usage")
             if isinstance(counted, dict):
-                usage = _usage(counted)
+                usage = _usage(counted, thinking)
                 for key in totals:
                     totals[key] += usage[key]
         totals["total"] = totals["input"] + totals["output"]
         return totals
 
 
-def _usage(usage: dict[str, Any]) -> dict[str, int]:
-    """Pi's usage in searchbox's keys; total is input + output, as the native loop counts it."""
-    counts = {key: int(usage.get(key) or 0) for key in ("input", "output", "cacheRead", "cacheWrite")}
+TOKEN_COUNTS = ("input", "output", "cacheRead", "cacheWrite", "reasoning")
+
+
+def _usage(usage: dict[str, Any], thinking: str = "") -> dict[str, Any]:
+    """Pi's usage in searchbox's keys; total is input + output, as the native loop counts it. Pi's reasoning is
+    the endpoint's count (or the relay's, which counts as the built-in runtime or the client does); where it
+    sent none beside thinking text, the text's estimate."""
+    counts: dict[str, Any] = {key: int(usage.get(key) or 0) for key in TOKEN_COUNTS}
+    if counts["reasoning"]:
+        counts["reasoningBy"] = "server"
+    elif thinking:
+        estimate = max(1, len(thinking) // CHARS_PER_TOKEN)
+        counts["reasoning"] = min(estimate, counts["output"]) if counts["output"] else estimate
+        counts["reasoningBy"] = "estimate"
     return {**counts, "total": counts["input"] + counts["output"]}
+
+
+def _thinking_of(content: Any) -> str:
+    return "".join(str(b.get("thinking", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "thinking")
 
 
 def _drained(items: queue.Queue[str]) -> list[str]:

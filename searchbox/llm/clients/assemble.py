@@ -3,11 +3,15 @@
 Both backends speak this shape: the HTTP client gets it from the endpoint, llama-cpp-python yields
 it in-process. Native `tool_calls` deltas are assembled by index (arguments concatenated); when
 none came back, tool calls written in the text are parsed. Reasoning from a `reasoning_content`
-(or `reasoning`) field and from `<think>` tags both end up in `ChatResponse.reasoning`.
+(or `reasoning`) field and from `<think>` tags both end up in `ChatResponse.reasoning`, and its tokens in
+`Usage.reasoning`: the server's count when it sent one, else the backend's tokenizer's, else the streamed
+reasoning deltas (one token each on llama.cpp's servers), else an estimate from the characters.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from searchbox.llm.clients.live_split import LiveSplitter
@@ -15,11 +19,17 @@ from searchbox.llm.dialects.call_objects import new_call_id, parse_arguments
 from searchbox.llm.dialects.parsing import parse_assistant_text
 from searchbox.llm.types import ChatResponse, StreamEvent, Tool, ToolCall, Usage, dump_arguments
 
+# Characters per token: about four for English prose and JSON in the BPE vocabularies of current models;
+# only for a count no server, tokenizer or stream gave.
+CHARS_PER_TOKEN = 4
+
 
 class ResponseBuilder:
-    def __init__(self, tools: list[Tool] | None = None, *, starts_in_reasoning: bool = False) -> None:
+    def __init__(self, tools: list[Tool] | None = None, *, starts_in_reasoning: bool = False,
+                 count_tokens: Callable[[str], int] | None = None) -> None:
         self._tools = tools
         self._starts_in_reasoning = starts_in_reasoning
+        self._count_tokens = count_tokens  # the backend's tokenizer, where it has one (the built-in runtime)
         self._live = LiveSplitter(starts_in_reasoning=starts_in_reasoning)
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -29,6 +39,7 @@ class ResponseBuilder:
         self.server_timings: dict[str, Any] | None = None  # llama-server's `timings` object
         self.has_output = False  # any text, reasoning or tool-call delta yet
         self.output_deltas = 0  # chunks that carried output: one token each on llama.cpp servers
+        self.reasoning_deltas = 0  # streamed chunks (not a whole completion) that carried reasoning_content
 
     def add_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         """Take one streamed chunk (or a whole non-streamed completion); return the live events."""
@@ -42,6 +53,7 @@ class ResponseBuilder:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if reasoning:
                 self._reasoning.append(reasoning)
+                self.reasoning_deltas += "delta" in choice
                 events.append(StreamEvent("reasoning", reasoning))
             content = delta.get("content")
             if content:
@@ -72,7 +84,23 @@ class ResponseBuilder:
         finish = self.finish_reason
         if calls and finish in (None, "stop"):
             finish = "tool_calls"
+        usage = self._with_reasoning(usage, reasoning, tagged=bool(parsed.reasoning))
         return ChatResponse(parsed.text, reasoning, calls, usage, finish, timings, "" if calls else parsed.unread)
+
+    def _with_reasoning(self, usage: Usage, reasoning: str, tagged: bool) -> Usage:
+        """`usage` with its reasoning tokens counted, unless the server counted them (a server's 0 beside
+        reasoning text is no count); never more than the output holds, since the output includes them."""
+        if not reasoning or (usage.reasoning_by == "server" and usage.reasoning):
+            return usage
+        if self._count_tokens is not None:
+            count, by = self._count_tokens(reasoning), "tokenizer"
+        elif self.reasoning_deltas and not tagged:
+            count, by = self.reasoning_deltas, "deltas"
+        else:
+            count, by = max(1, len(reasoning) // CHARS_PER_TOKEN), "estimate"
+        if usage.output:
+            count = min(count, usage.output)
+        return dataclasses.replace(usage, reasoning=count, reasoning_by=by)
 
     def _add_tool_delta(self, part: dict[str, Any], position: int) -> None:
         index = part.get("index", position)

@@ -14,6 +14,10 @@ request, then sends it plain requests for the rest of the process and says so on
 A refusal is an HTTP 400 or 422 whose body names stream, stream_options or streaming: that is how
 providers reject a parameter they do not take (a 5xx is retried as a failure of the server, and a 200
 with one JSON completion to a stream request is read whole already, so neither needs a fallback).
+
+THINKING goes out in the forms servers read (`thinking_fields`): `chat_template_kwargs.enable_thinking`, which
+llama-server, vLLM and SGLang hand to the chat template, and for a level `reasoning_effort` (OpenAI's field,
+which llama-server also hands to templates that read it); auto sends neither.
 """
 
 from __future__ import annotations
@@ -27,10 +31,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 import httpx
 
-from searchbox.llm.clients.assemble import ResponseBuilder
+from searchbox.llm.clients.assemble import CHARS_PER_TOKEN, ResponseBuilder
 from searchbox.llm.disclosure import MODEL_SERVER, hidden, url_forms
 from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
-from searchbox.llm.types import ChatModel, Message, StreamEvent, Tool, ToolChoice, Usage
+from searchbox.llm.types import THINKING_LEVELS, ChatModel, Message, StreamEvent, Tool, ToolChoice, Usage
 from searchbox.settings.urls import without_userinfo
 
 log = logging.getLogger(__name__)
@@ -63,6 +67,18 @@ def refuses_streams(url: str) -> None:
     """The endpoint at `url` refused a stream: plain requests to it under LLM_STREAM=auto from now on."""
     with _plain_only_lock:
         _plain_only.add(chat_completions_url(url))
+
+
+def thinking_fields(thinking: str) -> dict[str, Any]:
+    """The request fields that carry THINKING: none for auto (the server's default), enable_thinking false
+    for off, enable_thinking true and the effort for low, medium and high."""
+    if thinking not in THINKING_LEVELS:
+        raise ValueError(f"THINKING must be one of {', '.join(THINKING_LEVELS)}, got {thinking!r}")
+    if thinking == "auto":
+        return {}
+    if thinking == "off":
+        return {"chat_template_kwargs": {"enable_thinking": False}}
+    return {"chat_template_kwargs": {"enable_thinking": True}, "reasoning_effort": thinking}
 
 
 def is_stream_refusal(status: int, text: str) -> bool:
@@ -111,12 +127,14 @@ class OpenAIClient(ChatModel):
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
+        thinking: str = "auto",
     ) -> Iterator[StreamEvent]:
         body: dict[str, Any] = {
             "model": self.model_id,
             "messages": messages,
             "max_tokens": max_tokens,
             "temperature": temperature,
+            **thinking_fields(thinking),
         }
         if seed is not None:  # llama-server and OpenAI both read it
             body["seed"] = seed
@@ -252,16 +270,15 @@ def _usage(raw: dict[str, Any], server_timings: dict[str, Any] | None) -> Usage:
     cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
     if cached is None and server_timings:
         cached = server_timings.get("cache_n")
+    # OpenAI's place for it, and the top-level one some providers use; counted in completion_tokens already.
+    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens", raw.get("reasoning_tokens"))
     return Usage(
         input=int(raw.get("prompt_tokens") or 0),
         output=int(raw.get("completion_tokens") or 0),
         cache_read=int(cached or 0),
+        reasoning=int(reasoning or 0),
+        reasoning_by="server" if reasoning is not None else "",
     )
-
-
-# Prompt characters per token: about four for English prose and JSON in the BPE vocabularies of
-# current models; only used when a server reports no token counts at all.
-_CHARS_PER_TOKEN = 4
 
 
 def _estimated_usage(body: dict[str, Any], output_deltas: int) -> Usage:
@@ -269,7 +286,7 @@ def _estimated_usage(body: dict[str, Any], output_deltas: int) -> Usage:
     whatever stream_options says): the prompt estimated from its characters, the output counted as
     the streamed deltas. Marked estimated in the records, so nothing takes it for the server's count."""
     prompt = json.dumps(body["messages"], ensure_ascii=False) + json.dumps(body.get("tools") or [], ensure_ascii=False)
-    return Usage(input=max(1, len(prompt) // _CHARS_PER_TOKEN), output=output_deltas, estimated=True)
+    return Usage(input=max(1, len(prompt) // CHARS_PER_TOKEN), output=output_deltas, estimated=True)
 
 
 def _timings(

@@ -48,16 +48,20 @@ class LenientCalls(ChatModel):
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
+        thinking: str = "auto",
     ) -> Iterator[StreamEvent]:
         offered = tools if tool_choice != "none" else None
         for event in self.inner.stream(messages, tools, max_tokens=max_tokens, temperature=temperature,
-                                       tool_choice=tool_choice, seed=seed):
+                                       tool_choice=tool_choice, seed=seed, thinking=thinking):
             if event.kind == "done" and event.response is not None:
                 response = read_written_calls(event.response, offered)
                 if response is not event.response:
                     yield from (StreamEvent("tool_call", tool_call=call) for call in response.tool_calls)
                     event = StreamEvent("done", response=response)
             yield event
+
+    def thinking_effect(self, thinking: str) -> str | None:
+        return self.inner.thinking_effect(thinking)
 
     def close(self) -> None:
         self.inner.close()

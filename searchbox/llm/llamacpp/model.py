@@ -12,11 +12,17 @@ of a template model is held by a grammar to one call in the template's own forma
 While tools are on offer, a template model's system message ends with an example call in that format (see
 dialects/call_format). llama-cpp-python streams OpenAI-style chunks, assembled as an endpoint's are
 (clients/assemble).
+
+THINKING reaches the model as the variables a chat template reads: `enable_thinking` (Qwen3's templates) and
+`reasoning_effort` (gpt-oss's), passed to the GGUF's own template when it reads them; a template that reads
+neither gets nothing, and `thinking_effect` says so for the run's feed and records. Reasoning tokens are
+counted with the model's tokenizer.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import threading
@@ -46,6 +52,9 @@ PLAIN_FORMAT = "chatml"
 # Two first questions that differ from their first character: what their prompts share is the configuration's.
 PROBE_QUESTIONS = ("A?", "B?")
 _PREFIXES_REMEMBERED = 8
+# The chat format llama-cpp-python names a GGUF's own template by: the only one that can read THINKING's variables.
+GGUF_TEMPLATE = "chat_template.default"
+THINKING_VARIABLES = ("enable_thinking", "reasoning_effort")
 
 _registry: dict[tuple[str, int, str, int], LlamaCppModel] = {}
 _registry_lock = threading.Lock()
@@ -104,7 +113,10 @@ class LlamaCppModel(ChatModel):
             self._llama.chat_format = PLAIN_FORMAT  # instead of llama-cpp-python's llama-2 guess
         self.chat_format: str = self._llama.chat_format
         self.runtime["chat_format"] = self.chat_format
-        self._starts_in_reasoning = _template_opens_think(self._llama)
+        template = self._llama.metadata.get("tokenizer.chat_template", "") if self.chat_format == GGUF_TEMPLATE else ""
+        self.template_reads = tuple(name for name in THINKING_VARIABLES if name in template)
+        self.runtime["thinking_variables"] = list(self.template_reads)
+        self._opens_think: dict[str, bool] = {}  # per THINKING level: whether the generation prompt opens <think>
         self.call_format = call_format(self._llama.metadata.get("tokenizer.chat_template", ""))
         self.example_calls = True  # bench/tool_calls.py turns it off to measure what it brings
         if prefix_store is not None:
@@ -137,6 +149,7 @@ class LlamaCppModel(ChatModel):
         temperature: float = 0.6,
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
+        thinking: str = "auto",
     ) -> Iterator[StreamEvent]:
         import jinja2
         import llama_cpp
@@ -145,15 +158,18 @@ class LlamaCppModel(ChatModel):
             llama = self._llama
             if llama is None:
                 raise LLMError(f"{self.model_id} was closed")
+            self._use_thinking(llama, thinking)
+            starts_in_reasoning = self._starts_in_reasoning(llama, thinking)
             json_mode = self.json_actions
             kwargs: dict[str, Any] = {**self._request(messages, tools, tool_choice), "max_tokens": max_tokens,
                                       "temperature": temperature}
             if seed is not None:  # else llama-cpp-python draws one from its own generator
                 kwargs["seed"] = seed
-            if (grammar := self._grammar(tools, tool_choice)) is not None:
+            if (grammar := self._grammar(tools, tool_choice, starts_in_reasoning)) is not None:
                 kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
-            llama.shared_prefix = self._shared_prefix(messages, tools, tool_choice)
-            builder = ResponseBuilder(tools, starts_in_reasoning=self._starts_in_reasoning)
+            llama.shared_prefix = self._shared_prefix(messages, tools, tool_choice, thinking)
+            builder = ResponseBuilder(tools, starts_in_reasoning=starts_in_reasoning,
+                                      count_tokens=lambda text: len(llama.tokenize(text.encode("utf-8"), add_bos=False)))
             llama.meter = Meter()
             llama_cpp.llama_perf_context_reset(llama.ctx)
             started = time.monotonic()
@@ -189,6 +205,17 @@ class LlamaCppModel(ChatModel):
             unread = content if content.strip() and not (text or calls) else ""
             yield StreamEvent("done", response=ChatResponse(text, "", calls, usage, finish, timings, unread))
 
+    def thinking_effect(self, thinking: str) -> str | None:
+        if thinking == "auto" or (thinking != "off" and "reasoning_effort" in self.template_reads):
+            return None
+        if thinking == "off" and "enable_thinking" in self.template_reads:
+            return None
+        if "enable_thinking" in self.template_reads:
+            return (f"THINKING={thinking} turns thinking on in {self.model_id}'s chat template (enable_thinking), which "
+                    "reads no reasoning_effort: low, medium and high are the same there")
+        return (f"THINKING={thinking} has no effect on {self.model_id} in the built-in runtime: its chat template reads "
+                f"neither enable_thinking nor reasoning_effort")
+
     def close(self) -> None:
         with self._lock:
             if self._llama is not None:
@@ -207,7 +234,8 @@ class LlamaCppModel(ChatModel):
             llama = self._llama
             if llama is None:
                 raise LLMError(f"{self.model_id} was closed")
-            prefix = self._shared_prefix(messages, tools, "auto") if llama.kept else ()
+            self._use_thinking(llama, "auto")
+            prefix = self._shared_prefix(messages, tools, "auto", "auto") if llama.kept else ()
             if not prefix:
                 return KeptPrefix(0, "none")
             started = time.monotonic()
@@ -248,7 +276,28 @@ class LlamaCppModel(ChatModel):
         # All the tools even when one is forced: the prompt (and its cache) stays put.
         return {**request, "tools": tools, "tool_choice": tool_choice if tool_choice in ("auto", "none") else "required"}
 
-    def _grammar(self, tools: list[Tool] | None, tool_choice: ToolChoice) -> str | None:
+    def _template_variables(self, thinking: str) -> dict[str, Any]:
+        """THINKING as the variables this model's chat template reads (none for auto)."""
+        if thinking == "auto":
+            return {}
+        wanted = {"enable_thinking": thinking != "off", **({"reasoning_effort": thinking} if thinking != "off" else {})}
+        return {name: value for name, value in wanted.items() if name in self.template_reads}
+
+    def _use_thinking(self, llama: Any, thinking: str) -> None:
+        """Have the next chat completions render the template with THINKING's variables. llama-cpp-python's
+        create_chat_completion passes no template variables of its own, but the GGUF template's handler hands
+        its extra keyword arguments to the template: it is called with them bound."""
+        variables = self._template_variables(thinking)
+        llama.chat_handler = functools.partial(llama._chat_handlers[GGUF_TEMPLATE], **variables) if variables else None
+
+    def _starts_in_reasoning(self, llama: Any, thinking: str) -> bool:
+        """Whether the generation prompt opens a <think> block at this THINKING level (Qwen3.6's does unless
+        enable_thinking is false)."""
+        if thinking not in self._opens_think:
+            self._opens_think[thinking] = _template_opens_think(llama, self._template_variables(thinking))
+        return self._opens_think[thinking]
+
+    def _grammar(self, tools: list[Tool] | None, tool_choice: ToolChoice, in_reasoning: bool) -> str | None:
         """The grammar a reply is held to, if any."""
         if self.json_actions:
             # With no tools on offer (a wrap-up) the only action left is the answer, in the same
@@ -261,17 +310,17 @@ class LlamaCppModel(ChatModel):
             return None
         # Never llama-cpp-python's own forcing: it ignores "required", and a named tool gets
         # bare arguments outside the model's format. A dict tool_choice would replace this grammar.
-        return call_grammar(_chosen(tools, tool_choice), self.call_format, in_reasoning=self._starts_in_reasoning)
+        return call_grammar(_chosen(tools, tool_choice), self.call_format, in_reasoning=in_reasoning)
 
     def _shared_prefix(self, messages: list[Message], tools: list[Tool] | None,
-                       tool_choice: ToolChoice) -> tuple[int, ...]:
+                       tool_choice: ToolChoice, thinking: str) -> tuple[int, ...]:
         """The prompt tokens that every conversation opening with these system messages and tools starts
         with, whatever its question: what two prompts with different questions share. Remembered for the
         configurations a run alternates between (a forced step and a free one)."""
         head = list(itertools.takewhile(lambda message: message.get("role") == "system", messages))
         if not head:
             return ()
-        configuration = json.dumps([head, tools, tool_choice], sort_keys=True, default=str)
+        configuration = json.dumps([head, tools, tool_choice, thinking], sort_keys=True, default=str)
         if configuration not in self._prefixes:
             prompts = [self._prompt_tokens(self._request([*head, {"role": "user", "content": question}], tools,
                                                          tool_choice)) for question in PROBE_QUESTIONS]
@@ -348,8 +397,9 @@ def _common_length(first: list[int], second: list[int]) -> int:
     return next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))
 
 
-def _template_opens_think(llama: Any) -> bool:
-    """Whether the chat template ends its generation prompt with <think> (Qwen3.6 with thinking on)."""
+def _template_opens_think(llama: Any, variables: dict[str, Any]) -> bool:
+    """Whether the chat template, given these variables, ends its generation prompt with <think> (Qwen3.6 with
+    thinking on)."""
     template = llama.metadata.get("tokenizer.chat_template", "")
     if "<think>" not in template:
         return False
@@ -357,7 +407,7 @@ def _template_opens_think(llama: Any) -> bool:
 
     try:
         formatter = Jinja2ChatFormatter(template, eos_token="", bos_token="")
-        prompt = formatter(messages=[{"role": "user", "content": "hi"}]).prompt
+        prompt = formatter(messages=[{"role": "user", "content": "hi"}], **variables).prompt
     except Exception:  # a template this renderer cannot run: assume the model opens its own block
         return False
     return prompt.rstrip().endswith("<think>")
