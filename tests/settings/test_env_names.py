@@ -52,6 +52,7 @@ def test_the_seeds_names_map_to_knobs_that_exist_or_say_why_none_does() -> None:
     assert set(messages) == {"CTX_SIZE", "JOBS_DIR", "PORT", "PI_BIN", "THINKING_LEVEL"}
     assert messages["CTX_SIZE"].endswith("set CONTEXT_WINDOW instead")
     assert "SEARCHBOX_JOBS_DIR" in messages["JOBS_DIR"] and "--port" in messages["PORT"]
+    assert "set THINKING instead" in messages["THINKING_LEVEL"]
     for name, (meant, why) in SEED_NAMES.items():
         assert meant in KNOBS or (not meant and why), name  # a renamed knob fails here
 
