@@ -17,6 +17,7 @@ if (_storage := space_storage()) is not None:
 
 from searchbox.doctor import check_gpu, gpu_notices  # noqa: E402
 from searchbox.llm.endpoints import PoolError  # noqa: E402
+from searchbox.llm.llamacpp.gpu_build import prepare as prepare_gpu_build  # noqa: E402
 from searchbox.settings import Settings, SettingsError  # noqa: E402
 from searchbox.settings.environ import unknown_names  # noqa: E402
 from searchbox.tools.sandbox import for_settings  # noqa: E402
@@ -36,6 +37,11 @@ def main() -> None:
         settings = Settings.resolve()
     except SettingsError as exc:  # a knob's bad value: the message, not a traceback
         sys.exit(f"searchbox: {exc}")
+    # Before llama_cpp is first imported: a GPU Space's pip built llama.cpp for the CPU, so the app installs (once)
+    # and uses the prebuilt CUDA wheel that fits (SEARCHBOX_GPU_BUILD).
+    prepared = prepare_gpu_build(settings)
+    for line in prepared.lines:
+        print(f"{'!!! ' if prepared.loud else ''}searchbox: {line}", file=sys.stderr, flush=True)
     # Checked at every boot: a GPU machine with a CPU build of llama.cpp runs fine, only many times slower,
     # so nothing else would say that the GPU sits unused (`python -m searchbox doctor` has the rest).
     for notice in gpu_notices(check_gpu()):

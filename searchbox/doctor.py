@@ -28,7 +28,9 @@ from searchbox.settings.bundles import RETRIEVAL_PRESETS
 CUDA_BUILD_HINT = ('CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir '
                    '--no-binary llama-cpp-python "llama-cpp-python{pin}" (needs the CUDA toolkit), or a prebuilt '
                    "CUDA wheel: pip install \"llama-cpp-python{pin}\" --extra-index-url "
-                   "https://abetlen.github.io/llama-cpp-python/whl/cu124 (see the README, GPU)")
+                   "https://abetlen.github.io/llama-cpp-python/whl/cu124 (see the README, GPU). On a Space the app "
+                   "installs the prebuilt wheel itself at start-up (SEARCHBOX_GPU_BUILD); `python -m searchbox "
+                   "doctor` says which wheel fits and why it is not in use")
 
 _NVIDIA_SMI_TIMEOUT_S = 10.0
 
@@ -88,6 +90,7 @@ class Report:
     cpu_features: list[str]  # what this llama.cpp build uses on the CPU (AVX2, AVX512...)
     cpu_unused: list[str]  # instruction sets this CPU has, ggml can use and this build does not (WIDER_SIMD)
     llama_system_info: str  # llama_print_system_info(), whole
+    cuda_wheel: str  # the prebuilt CUDA wheel of llama.cpp that fits, and what the app does with it
     llm_auto: str  # what LLM_GGUF=auto picks here, and from which figures
     sandbox: dict[str, Any]  # the bash sandbox record a run would get (level, why, limits)
     harness_pi: dict[str, Any]  # whether HARNESS=pi can run here: Pi's pinned and installed versions, Node's
@@ -178,6 +181,7 @@ def gather(settings: Settings) -> Report:
     quick request, remembered for the process)."""
     from searchbox.agent.pi.install import pi_status
     from searchbox.hub import hub_unavailable_reason
+    from searchbox.llm.llamacpp.gpu_build import plan
     from searchbox.tools.sandbox import for_settings
 
     gpu = check_gpu()
@@ -191,6 +195,7 @@ def gather(settings: Settings) -> Report:
         cpu_features=features,
         cpu_unused=unused,
         llama_system_info=info,
+        cuda_wheel=plan(settings),
         llm_auto=_llm_auto(settings, gpu, models, hub_reason),
         sandbox=for_settings(settings).record(),
         harness_pi=pi_status(),
@@ -219,6 +224,7 @@ def rows(report: Report) -> list[tuple[str, str]]:
     lines = [
         ("GPU", f"{gpus} ({gpu.gpu_probe})"),
         ("llama.cpp", llama),
+        ("llama.cpp CUDA wheel", report.cuda_wheel),
         ("llama.cpp CPU features", ", ".join(report.cpu_features) or "none reported"),
         ("CPU features it leaves unused", ", ".join(report.cpu_unused) or "none"),
         ("torch", torch),

