@@ -5,13 +5,15 @@ the background indexer, by earlier queries' candidates, or by an earlier run, th
 the CLI, through the disk cache) together with what the query itself asks to embed, and says how much of
 the scope that was (`Coverage`), so that nothing unembedded is ever silently missing.
 
-One embedding runs at a time. A foreground search that needs one makes the background indexer wait: the
-indexer embeds a slice at a time and, between slices, lets every waiting search go first.
+One embedding runs at a time. A search under way makes the background indexer wait: the indexer embeds a
+slice at a time and starts none while a search goes on.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,18 +76,24 @@ class ChunkVectors:
             assert self._vectors is not None and self._known[ids].all(), "embed these chunks first"
             return self._vectors[ids]
 
+    @contextmanager
+    def foreground(self) -> Iterator[None]:
+        """A search under way: the background indexer starts no slice meanwhile (its BM25 index, its query and
+        its candidates would otherwise share the CPU with one)."""
+        with self._state:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._waiting -= 1
+
     def ensure(self, ids: list[int]) -> None:
         """Embed those of `ids` not known yet, before any background slice."""
         if not self._missing(ids):
             return
-        with self._state:
-            self._waiting += 1
-        try:
-            with self._embedding:
-                self._embed(self._missing(ids))
-        finally:
-            with self._state:
-                self._waiting -= 1
+        with self.foreground(), self._embedding:
+            self._embed(self._missing(ids))
 
     def fill(self, ids: list[int], stop: threading.Event, cancel: CancelToken | None = None) -> None:
         """Embed every chunk of `ids` in slices, yielding to foreground searches, until done or `stop` is set.

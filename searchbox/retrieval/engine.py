@@ -103,18 +103,19 @@ class RetrievalEngine:
         if not ids:
             return [], Coverage(0, 0)
         prefilter = self.settings.dense_prefilter
-        q = self.encoder.encode([query], "query")[0]
         vectors = self.vectors()
-        if prefilter and len(ids) > prefilter:
-            vectors.ensure([h.chunk for h in self.keyword_search(query, prefilter, paths)])
-            covered = vectors.known(ids)
-        else:
-            vectors.ensure(ids)
-            covered = ids
-        coverage = Coverage(len(covered), len(ids))
-        if not covered:
-            return [], coverage
-        return _top(covered, vectors.matrix(covered) @ q, k), coverage
+        with vectors.foreground():
+            q = self.encoder.encode([query], "query")[0]
+            if prefilter and len(ids) > prefilter:
+                vectors.ensure([h.chunk for h in self.keyword_search(query, prefilter, paths)])
+                covered = vectors.known(ids)
+            else:
+                vectors.ensure(ids)
+                covered = ids
+            coverage = Coverage(len(covered), len(ids))
+            if not covered:
+                return [], coverage
+            return _top(covered, vectors.matrix(covered) @ q, k), coverage
 
     def hybrid_search(self, query: str, k: int, paths: list[str] | None = None,
                       keyword_candidates: int | None = None) -> tuple[list[Hit], Coverage]:
