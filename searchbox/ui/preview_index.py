@@ -58,7 +58,7 @@ class PreviewIndexing:
         if progress is None:
             return "Reading the documents for search…", indexer.running
         if progress.complete:
-            return f"Ready for search: all {progress.total:,} chunks embedded.", False
+            return f"Ready for search: {progress.total:,} of {progress.total:,} chunks embedded.", False
         going = indexer.running
         share = f"{progress.embedded:,} of {progress.total:,} chunks embedded for search"
         return (f"Indexing: {share}; a run can start now (it searches what is embedded, and goes on embedding)."

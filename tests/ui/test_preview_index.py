@@ -21,7 +21,7 @@ def test_one_per_address_within_the_apps_share(small_work: Path, packaged_settin
     assert first is not None
     assert indexing.start("b", make_engine(small_work, packaged_settings, minilm)) is None  # the share is taken
     assert first.wait(120)
-    assert indexing.status("a") == ("Ready for search: all 5 chunks embedded.", False)
+    assert indexing.status("a") == ("Ready for search: 5 of 5 chunks embedded.", False)
     again = indexing.start("b", make_engine(small_work, packaged_settings, minilm))  # a finished one frees its place
     assert again is not None and again.wait(120)
     indexing.stop("b")
