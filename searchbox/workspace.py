@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from searchbox.assets import BUILTIN_VECTORS
-from searchbox.cancel import CancelToken, cuttable
+from searchbox.cancel import WATCH_S, CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
@@ -76,10 +76,16 @@ class Workspace:
 
     @property
     def engine(self) -> RetrievalEngine:
-        with self._building:
+        # The indexer's thread may be reading the dataroom: a tool waiting for it is cut as the reading would be.
+        while not self._building.acquire(timeout=WATCH_S):
+            if self.cancel is not None:
+                self.cancel.check()
+        try:
             if self._engine is None:
                 self._engine = RetrievalEngine(self.corpus, self.settings, self.encoder)
             return self._engine
+        finally:
+            self._building.release()
 
     def start_indexing(self) -> BackgroundIndexer:
         """Read and embed the dataroom in the background (BACKGROUND_INDEX) while the run goes on."""

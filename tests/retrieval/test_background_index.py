@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import make_engine
 
-from searchbox.cancel import CancelToken
+from searchbox.cancel import Cancelled, CancelToken
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.chunk_vectors import Coverage
 from searchbox.retrieval.encoder import Encoder
@@ -88,3 +90,17 @@ def test_the_engine_is_built_once_when_the_indexer_and_a_search_ask_together(tmp
     for thread in threads:
         thread.join()
     assert len({id(engine) for engine in engines}) == 1
+
+
+def test_a_tool_waiting_for_the_indexer_to_read_the_room_is_cut_by_a_stop(tmp_path: Path) -> None:
+    settings = Settings.resolve(env={}, retrieval_preset="packaged", searchbox_cache_dir=str(tmp_path / "cache"))
+    token = CancelToken()
+    workspace = Workspace.create(tmp_path / "job", write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
+    workspace.cancel = token
+    workspace._building.acquire()  # as the indexer's thread holds it while it reads a large room
+    try:
+        threading.Timer(0.2, token.request, ["paused"]).start()
+        with pytest.raises(Cancelled):
+            workspace.engine
+    finally:
+        workspace._building.release()
