@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchbox.cancel import Cancelled, CancelToken
+from searchbox.cancel import WATCH_S, Cancelled, CancelToken
 from searchbox.retrieval.encoder import Encoder
 
 SLICE_SECONDS = 0.5  # what one background slice should take: a search waits for at most about this long
@@ -51,7 +51,7 @@ class ChunkVectors:
         self._known = np.zeros(len(texts), dtype=bool)
         self._state = threading.Lock()  # guards the two arrays
         self._embedding = threading.Lock()  # one embedding at a time
-        self._waiting = 0  # foreground callers waiting for _embedding
+        self._waiting = 0  # searches under way: the background starts no slice meanwhile
         self._adopted = False
 
     def adopt_cached(self) -> None:
@@ -112,6 +112,8 @@ class ChunkVectors:
                     if cancel is not None and cancel.requested is not None:
                         return
                     todo = piece + todo
+            if todo and cancel is not None and cancel.cut is not None:
+                stop.wait(WATCH_S)  # a tool call's time limit ran out: the loop clears it once that call ends
 
     def _slice(self) -> int:
         stats = self.encoder.stats

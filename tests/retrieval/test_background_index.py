@@ -104,3 +104,21 @@ def test_a_tool_waiting_for_the_indexer_to_read_the_room_is_cut_by_a_stop(tmp_pa
             workspace.engine
     finally:
         workspace._building.release()
+
+
+def test_a_tool_calls_time_limit_only_holds_the_indexer_until_it_is_cleared(small_work: Path,
+                                                                              packaged_settings: Settings,
+                                                                              minilm) -> None:
+    import time
+
+    from searchbox.dataroom.work_dir import load_corpus
+    from searchbox.retrieval.engine import RetrievalEngine
+
+    token = CancelToken()
+    token.set_deadline(time.monotonic() - 1, "turn_timeout")  # a tool call ran out of time; the loop clears it
+    encoder = Encoder(embedding_cache_name(packaged_settings), lambda: minilm, EmbeddingCache(), token)
+    engine = RetrievalEngine(load_corpus(small_work, packaged_settings), packaged_settings, encoder)
+    indexer = BackgroundIndexer(lambda: engine).start()
+    threading.Timer(0.5, token.set_deadline, [None]).start()
+    assert indexer.wait(120)
+    assert indexer.error is None and indexer.progress() == Coverage(5, 5)
