@@ -4,12 +4,13 @@ the catalog tools run against. The CLI and the app build tool contexts the same 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from searchbox.assets import BUILTIN_VECTORS
-from searchbox.cancel import CancelToken, cuttable
+from searchbox.cancel import WATCH_S, CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.dataroom.extract import ExtractedFile, extract_file
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
@@ -20,6 +21,7 @@ from searchbox.records.echoes import job_echoes
 from searchbox.records.job_folder import JobFolder
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine, job_encoder
+from searchbox.retrieval.indexer import BackgroundIndexer
 from searchbox.retrieval.models import embedding_cache_name
 from searchbox.settings import Settings
 from searchbox.tools.paths import DATAROOM_DIR
@@ -42,6 +44,8 @@ class Workspace:
     _engine: RetrievalEngine | None = None
     _encoder: Encoder | None = None
     _support_error: str | None = None
+    _indexer: BackgroundIndexer | None = None
+    _building: threading.Lock = field(default_factory=threading.Lock)  # the indexer's thread builds the engine too
     _checked: tuple[tuple[Any, ...], dict[str, Any]] | None = None  # ((answer digest, ledger size, echoes), record)
 
     @classmethod
@@ -72,9 +76,26 @@ class Workspace:
 
     @property
     def engine(self) -> RetrievalEngine:
-        if self._engine is None:
-            self._engine = RetrievalEngine(self.corpus, self.settings, self.encoder)
-        return self._engine
+        # The indexer's thread may be reading the dataroom: a tool waiting for it is cut as the reading would be.
+        while not self._building.acquire(timeout=WATCH_S):
+            if self.cancel is not None:
+                self.cancel.check()
+        try:
+            if self._engine is None:
+                self._engine = RetrievalEngine(self.corpus, self.settings, self.encoder)
+            return self._engine
+        finally:
+            self._building.release()
+
+    def start_indexing(self) -> BackgroundIndexer:
+        """Read and embed the dataroom in the background (BACKGROUND_INDEX) while the run goes on."""
+        if self._indexer is None:
+            self._indexer = BackgroundIndexer(lambda: self.engine, name=f"searchbox-index-{self.job_dir.name}").start()
+        return self._indexer
+
+    def stop_indexing(self) -> None:
+        if self._indexer is not None:
+            self._indexer.stop(wait_s=5.0)
 
     @property
     def encoder(self) -> Encoder:

@@ -32,6 +32,7 @@ from searchbox.llm.types import ChatModel
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.recorder import RunRecorder
 from searchbox.settings import Settings
+from searchbox.tools.catalog.search import DENSE_TOOLS
 from searchbox.tools.sandbox import dataroom_mount_readonly, requested_level
 from searchbox.workspace import Workspace
 
@@ -95,9 +96,12 @@ def run_job(job_dir: Path, settings: Settings, model: ChatModel, listeners: list
     thinking = model.thinking_effect(settings.thinking)
     for note in [*notes, *toolbox.notes, *([thinking] if thinking else [])]:
         bus.emit(Notice(level="warning", message=note))
+    if settings.background_index and DENSE_TOOLS & set(toolbox.names):
+        workspace.start_indexing()  # the model's first step overlaps it
     try:
         return make_loop(job_dir, settings, model, toolbox, bus, control).run(folder.question())
     finally:
+        workspace.stop_indexing()
         if judge_client is not None:
             judge_client.close()
 

@@ -4,7 +4,8 @@ It deduplicates, asks the cache, embeds only what is missing (longest first, so 
 similar length and pad little), stores the new vectors, and loads the model only on the first miss:
 a search whose vectors are all cached never loads a model.
 
-Missing texts are embedded in batches sized to take about BATCH_SECONDS each, each (and the model's
+Missing texts are embedded in batches sized to take about BATCH_SECONDS each (a role's first call starts
+with one text; its later calls at the size its last batch found), each (and the model's
 load) watched by the run's cancel token (cancel.cuttable): a pause or stop cuts a long embedding at
 once (the batch under way ends in the background and is dropped; no other starts), and the vectors of
 finished batches stay in the cache for the resumed run.
@@ -46,6 +47,8 @@ class Encoder:
         self.cache = cache
         self.stats = EncoderStats()
         self._lock = threading.Lock()
+        # Per role (queries are short, passages long): the size the last batch found, where the next call starts.
+        self._batch: dict[Role, int] = {}
 
     @property
     def embedder(self) -> Embedder:
@@ -56,6 +59,10 @@ class Encoder:
                 self.stats.load_seconds += time.perf_counter() - started
             return self._embedder
 
+    def cached(self, texts: list[str], role: Role) -> list[np.ndarray | None]:
+        """What the caches hold for these texts, embedding nothing."""
+        return self.cache.get_many(self.model_name, role, texts)
+
     def encode(self, texts: list[str], role: Role) -> np.ndarray:
         unique = list(dict.fromkeys(texts))
         cached = self.cache.get_many(self.model_name, role, unique)
@@ -64,7 +71,7 @@ class Encoder:
         if missing:
             missing.sort(key=len, reverse=True)
             embedder = self.embedder
-            size, done = FIRST_BATCH, 0
+            size, done = self._batch.get(role, FIRST_BATCH), 0
             while done < len(missing):
                 batch = missing[done:done + size]
                 started = time.perf_counter()
@@ -75,7 +82,7 @@ class Encoder:
                 self.cache.put_many(self.model_name, role, batch, fresh)  # kept, even if the next batch is cut
                 vectors.update(zip(batch, fresh))
                 done += len(batch)
-                size = max(1, min(MAX_BATCH, int(BATCH_SECONDS * len(batch) / max(seconds, 1e-6))))
+                size = self._batch[role] = max(1, min(MAX_BATCH, int(BATCH_SECONDS * len(batch) / max(seconds, 1e-6))))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts]).astype(np.float32, copy=False)

@@ -2,8 +2,10 @@
 
 Nothing is embedded at construction. A scope (the whole dataroom, or some paths) is embedded on
 its first dense search, through the job's `Encoder` (so through the cache); the BM25 index is built
-on the first keyword or hybrid search. With DENSE_PREFILTER set, a large scope embeds only each
-query's BM25 candidates, and results say so.
+on the first keyword or hybrid search. With DENSE_PREFILTER set, a search over a larger scope embeds
+only its query's BM25 candidates and ranks them with every chunk embedded before (by earlier queries,
+the background indexer, or an earlier run through the disk cache); each dense ranking says how much of
+its scope it covered (chunk_vectors.Coverage).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.retrieval.bm25 import BM25Index
 from searchbox.retrieval.cache import EmbeddingCache
+from searchbox.retrieval.chunk_vectors import ChunkVectors, Coverage
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.interfaces import LoadReport, Reranker
 from searchbox.retrieval.models import embedding_cache_name, load_embedder, load_reranker
@@ -40,7 +43,7 @@ class RetrievalEngine:
         self._bm25: BM25Index | None = None
         self._reranker: Reranker | None = None
         self.rerank_report: LoadReport | None = None
-        self._scope_vectors: dict[tuple[str, ...] | None, np.ndarray] = {}
+        self._vectors: ChunkVectors | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -71,11 +74,19 @@ class RetrievalEngine:
                                                               lambda: load_reranker(self.settings, self.encoder.encode))
             return self._reranker
 
-    def _scope_matrix(self, paths: list[str] | None, ids: list[int]) -> np.ndarray:
-        key = None if paths is None else tuple(sorted(paths))
-        if key not in self._scope_vectors:
-            self._scope_vectors[key] = self.encoder.encode([self.index_text(i) for i in ids], "passage")
-        return self._scope_vectors[key]
+    def vectors(self) -> ChunkVectors:
+        """The chunks' vectors known so far, with those the caches held when first asked."""
+        with self._lock:
+            if self._vectors is None:
+                self._vectors = ChunkVectors([self.index_text(i) for i in range(len(self.corpus.chunks))],
+                                             self.encoder)
+            vectors = self._vectors
+        vectors.adopt_cached()
+        return vectors
+
+    def fill_vectors(self, stop: threading.Event) -> None:
+        """Embed the whole dataroom, a slice at a time, yielding to searches (the background indexer's work)."""
+        self.vectors().fill(list(range(len(self.corpus.chunks))), stop, self.encoder.cancel)
 
     # -- rankings --------------------------------------------------------------------------
 
@@ -86,51 +97,57 @@ class RetrievalEngine:
         scores = self.bm25().scores(query)[ids]
         return [h for h in _top(ids, scores, k) if h.score > 0]
 
-    def dense_search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], bool]:
-        """Top-k by cosine; the flag says whether only BM25 candidates were embedded."""
+    def dense_search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], Coverage]:
+        """Top-k by cosine over the scope's embedded chunks, and how many of the scope's chunks that was."""
         ids = self.scope(paths)
         if not ids:
-            return [], False
+            return [], Coverage(0, 0)
         prefilter = self.settings.dense_prefilter
-        q = self.encoder.encode([query], "query")[0]
-        if prefilter and len(ids) > prefilter:
-            candidates = [h.chunk for h in self.keyword_search(query, prefilter, paths)]
-            if not candidates:
-                return [], True
-            matrix = self.encoder.encode([self.index_text(i) for i in candidates], "passage")
-            return _top(candidates, matrix @ q, k), True
-        return _top(ids, self._scope_matrix(paths, ids) @ q, k), False
+        vectors = self.vectors()
+        with vectors.foreground():
+            q = self.encoder.encode([query], "query")[0]
+            if prefilter and len(ids) > prefilter:
+                vectors.ensure([h.chunk for h in self.keyword_search(query, prefilter, paths)])
+                covered = vectors.known(ids)
+            else:
+                vectors.ensure(ids)
+                covered = ids
+            coverage = Coverage(len(covered), len(ids))
+            if not covered:
+                return [], coverage
+            return _top(covered, vectors.matrix(covered) @ q, k), coverage
 
     def hybrid_search(self, query: str, k: int, paths: list[str] | None = None,
-                      keyword_candidates: int | None = None) -> tuple[list[Hit], bool]:
+                      keyword_candidates: int | None = None) -> tuple[list[Hit], Coverage]:
         """Reciprocal-rank fusion of the dense ranking, to depth max(50, 4k), and BM25's top
         `keyword_candidates` (default HYBRID_BM25_CANDIDATES, else the same depth)."""
         depth = max(50, 4 * k)
-        dense, prefiltered = self.dense_search(query, depth, paths)
+        dense, coverage = self.dense_search(query, depth, paths)
         keyword = self.keyword_search(query, keyword_candidates or self.settings.hybrid_bm25_candidates or depth, paths)
         fused: dict[int, float] = {}
         for ranking in (dense, keyword):
             for rank, hit in enumerate(ranking):
                 fused[hit.chunk] = fused.get(hit.chunk, 0.0) + 1.0 / (_RRF_K + rank + 1)
         ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-        return [Hit(chunk, score) for chunk, score in ranked], prefiltered
+        return [Hit(chunk, score) for chunk, score in ranked], coverage
 
-    def search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], str, bool]:
-        """search_dataroom's ranking: dense unless SEARCH_MODE=hybrid. Returns hits, mode, prefiltered."""
+    def search(self, query: str, k: int, paths: list[str] | None = None) -> tuple[list[Hit], str, Coverage]:
+        """search_dataroom's ranking: dense unless SEARCH_MODE=hybrid. Returns hits, mode, dense coverage."""
         if self.settings.search_mode == "hybrid":
-            hits, prefiltered = self.hybrid_search(query, k, paths)
-            return hits, "hybrid", prefiltered
-        hits, prefiltered = self.dense_search(query, k, paths)
-        return hits, "dense", prefiltered
+            hits, coverage = self.hybrid_search(query, k, paths)
+            return hits, "hybrid", coverage
+        hits, coverage = self.dense_search(query, k, paths)
+        return hits, "dense", coverage
 
-    def answer_candidates(self, question: str, k: int) -> tuple[list[Hit], int]:
-        """Dense retrieval of max(20, 6k) candidates, reranked to the k best. Returns hits, candidates."""
-        candidates, _ = self.dense_search(question, max(20, 6 * k))
+    def answer_candidates(self, question: str, k: int) -> tuple[list[Hit], int, Coverage]:
+        """Dense retrieval of max(20, 6k) candidates, reranked to the k best. Returns hits, candidates and
+        the dense coverage."""
+        candidates, coverage = self.dense_search(question, max(20, 6 * k))
         if not candidates:
-            return [], 0
+            return [], 0, coverage
         scores = self.rerank(question, [self.index_text(h.chunk) for h in candidates])
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:k]
-        return [Hit(candidates[i].chunk, float(scores[i])) for i in order], len(candidates)
+        return [Hit(candidates[i].chunk, float(scores[i])) for i in order], len(candidates), coverage
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
         """Scores of a cross-encoder pass, which a cut of the run does not wait for."""

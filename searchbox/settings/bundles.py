@@ -23,10 +23,14 @@ RETRIEVAL_PRESETS: dict[str, dict[str, Any]] = {
     },
     # Models that ship inside PyPI packages: work with no network at all. Hybrid search beats dense
     # with both, on the built-in and the pydocs question sets; the static embedder's weak ranking does
-    # best fused with only BM25's top 10 (bench/retrieval_sets.py --fusion).
-    "packaged": {"embed_model": "packaged:minilm", "rerank_model": "none", "search_mode": "hybrid"},
+    # best fused with only BM25's top 10 (bench/retrieval_sets.py --fusion). Over a scope larger than its
+    # dense_prefilter a search embeds only its BM25 candidates (MiniLM is slow on a CPU; the static model is fast, its
+    # load is not), and the background indexer embeds the rest
+    # (docs/findings/2026-12-06-first-search.md).
+    "packaged": {"embed_model": "packaged:minilm", "rerank_model": "none", "search_mode": "hybrid",
+                 "dense_prefilter": 50},
     "packaged-static": {"embed_model": "packaged:static", "rerank_model": "none", "search_mode": "hybrid",
-                        "hybrid_bm25_candidates": 10},
+                        "hybrid_bm25_candidates": 10, "dense_prefilter": 1000},
 }
 
 # Every knob some retrieval preset sets: switching presets resets them to the new preset's values or defaults.

@@ -52,6 +52,10 @@ class RetrievalSettings:
     dense_prefilter: int = knob(
         0, "when a scope has more chunks than this, embed only this many BM25 candidates per query (0 = off)"
     )
+    background_index: bool = knob(
+        True, "embed the whole dataroom in the background from the start of a run (and of an upload preview in the "
+        "app), yielding to the run's own searches; searches rank what is embedded so far and say how much"
+    )
     jina_api_key: str = knob("", "Jina API key for the api backends", secret=True, deploy=True)
     jina_api_url: str = knob("https://api.jina.ai/v1", "base URL of the Jina API")
 

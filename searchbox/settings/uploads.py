@@ -41,6 +41,11 @@ class UploadSettings:
         30, "the app cuts off an upload or a call whose body brings less than 16 KB a second (or the rest of it) "
         "over this many seconds, and deletes what it stored (0 = never)"
     )
+    searchbox_preview_indexers: int = knob(
+        2, "uploads the app embeds for search at once while their visitors type (one per client address, the newest; "
+        "each stops when its run starts or its upload would be deleted unclaimed); 0 = a room is embedded by its run",
+        deploy=True
+    )
     searchbox_keep_days: int = knob(
         14, "the app deletes finished runs older than this many days (0 = keeps them)", deploy=True
     )
@@ -58,5 +63,5 @@ def check(settings: UploadSettings) -> None:
     """SettingsError for a value of this section's knobs that cannot be used."""
     at_least(settings, 1, ("searchbox_explore_disk_mb", "searchbox_max_upload_mb", "searchbox_upload_keep_seconds",
                            "searchbox_upload_unclaimed_seconds"))
-    at_least(settings, 0, ("searchbox_uploads_per_address", "searchbox_uploads_per_address_mb",
+    at_least(settings, 0, ("searchbox_preview_indexers", "searchbox_uploads_per_address", "searchbox_uploads_per_address_mb",
                            "searchbox_uploads_total_mb", "searchbox_upload_stall_seconds"))

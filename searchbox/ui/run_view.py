@@ -28,13 +28,14 @@ from searchbox.dataroom.unpack import DataroomError
 from searchbox.records.removal import remove_job_folder
 from searchbox.llm.disclosure import operator_details
 from searchbox.settings import SettingsError
-from searchbox.settings.bundles import EFFORT_PRESETS
+from searchbox.settings.bundles import EFFORT_PRESETS, RETRIEVAL_PRESETS
 from searchbox.ui.dashboard import Dashboard
 from searchbox.ui.feed import Feed
 from searchbox.ui.follow import drain
 from searchbox.ui.handoff import Viewer
 from searchbox.ui.jobs_view import state_line
 from searchbox.ui.panels import Problems, RunPanels
+from searchbox.ui.preview_index import PreviewIndexing
 from searchbox.ui.services import Services
 from searchbox.ui.slots import lost_server, standing_text
 from searchbox.ui.submit import create_run
@@ -92,6 +93,8 @@ class RunView:
         self.panels: RunPanels | None = None
         self.controls: list[Any] = []  # Pause and Stop: live only while a run is followed
         self.run_event: Any = None  # the Search button's run, which the Jobs tab follows up on
+        self.preview_indexing = PreviewIndexing(services.settings.searchbox_preview_indexers,
+                                                services.settings.searchbox_upload_unclaimed_seconds)
 
     @property
     def live_outputs(self) -> list[Any]:
@@ -100,18 +103,28 @@ class RunView:
 
     # -- handlers ----------------------------------------------------------------------------
 
-    def preview_dataroom(self, upload: str | None, request: gr.Request) -> Any:
-        """The per-file ingestion status of an upload, before any run; the page's session takes the upload."""
+    def preview_dataroom(self, upload: str | None, preset: str | None, request: gr.Request) -> Any:
+        """The per-file ingestion status of an upload, before any run; the page's session takes the upload, and
+        the room starts being embedded for search with the chosen preset (BACKGROUND_INDEX), which its run reuses."""
         if not upload:
-            return gr.update(value=None, visible=False)
+            return gr.update(value=None, visible=False), gr.update(value="", visible=False), gr.Timer(active=False)
         take_upload(self.services.uploads, upload, request)
         import tempfile
 
+        from searchbox.retrieval.availability import fit_retrieval
         from searchbox.workspace import Workspace
 
+        settings = self.services.settings
+        if preset in RETRIEVAL_PRESETS and preset != settings.retrieval_preset:
+            settings = settings.with_overrides(retrieval_preset=preset)
+        settings = fit_retrieval(settings)[0]  # the models the run will load here
         tmp = Path(tempfile.mkdtemp(prefix="searchbox-preview-"))
+        indexing = None
         try:
-            rows = Workspace.create(tmp / "job", Path(upload), self.services.settings).corpus.statuses()
+            workspace = Workspace.create(tmp / "job", Path(upload), settings)
+            rows = workspace.corpus.statuses()
+            if settings.background_index:
+                indexing = self.preview_indexing.start(client_address(request), workspace.engine)
         except DataroomError as exc:
             raise gr.Error(inert.html(exc)) from exc  # it may name the zip's members: Gradio shows it as HTML
         finally:
@@ -119,7 +132,18 @@ class RunView:
                 remove_job_folder(tmp)  # its dataroom is read-only: rmtree left it behind for an app not root
             except OSError as exc:
                 log.warning("the preview's folder %s stays: %s", tmp, exc)
-        return gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True)
+        status, going = self.index_status(request)
+        if indexing is None and settings.background_index:
+            status = "The app is embedding other uploads now: this room is embedded when its run starts."
+        return (gr.update(value=[[r["path"], r["status"], r["reason"], r["chunks"]] for r in rows], visible=True),
+                gr.update(value=status, visible=bool(status)), gr.Timer(active=going))
+
+    def index_status(self, request: gr.Request) -> tuple[str, bool]:
+        return self.preview_indexing.status(client_address(request))
+
+    def index_tick(self, request: gr.Request) -> Any:
+        status, going = self.index_status(request)
+        return gr.update(value=status, visible=bool(status)), gr.Timer(active=going)
 
     async def run(self, http: gr.Request, owner: str | None = None, upload: str | None = None,
                   from_page: bool = False, **form: Any):
@@ -139,6 +163,8 @@ class RunView:
         owner = owner or new_owner
         if request.upload:
             take_upload(self.services.uploads, request.upload, http)
+            # The run's own indexer goes on from what the preview embedded (the disk cache).
+            await asyncio.to_thread(self.preview_indexing.stop, client_address(http))
         address = client_address(http)
         try:
             record = await asyncio.to_thread(create_run, self.services, request, owner, address)
@@ -290,6 +316,8 @@ class RunView:
                 upload = gr.File(label="Dataroom (.zip); leave empty for the built-in one", file_types=[".zip"], type="filepath")
                 ingestion = gr.Dataframe(headers=["path", "status", "reason", "chunks"], label="Files in the upload",
                                          visible=False, interactive=False, max_height=220)
+                index_status = gr.Markdown(visible=False, elem_id="index-status")
+                index_timer = gr.Timer(2.0, active=False)
                 examples = example_questions()
                 gr.Examples([[q] for q in examples], inputs=[question], label="Examples (built-in dataroom)",
                             example_labels=[example_label(q) for q in examples], cache_examples=False)
@@ -333,7 +361,8 @@ class RunView:
                 self.panels = RunPanels.build(hide=operator_details(self.services.settings))
         self.controls = [pause_button, stop_button]
 
-        upload.change(self.preview_dataroom, [upload], [ingestion], api_name=False)
+        upload.change(self.preview_dataroom, [upload, retrieval], [ingestion, index_status, index_timer], api_name=False)
+        index_timer.tick(self.index_tick, None, [index_status, index_timer], api_name=False, queue=False)
         effort.change(lambda e: (EFFORT_PRESETS[e]["turn_budget"], EFFORT_PRESETS[e]["force_budget"]),
                       [effort], [budget, force], api_name=False)
         all_high.change(lambda on: high if on else [], [all_high], [high_tools], api_name=False)

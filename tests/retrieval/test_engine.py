@@ -9,6 +9,7 @@ import pytest
 from conftest import make_engine
 
 from searchbox.retrieval.cache import EmbeddingCache
+from searchbox.retrieval.chunk_vectors import Coverage
 from searchbox.retrieval.encoder import Encoder
 from searchbox.retrieval.engine import RetrievalEngine
 from searchbox.retrieval.models import embedding_cache_name
@@ -47,12 +48,20 @@ def test_a_second_engine_reads_the_disk_cache_and_never_loads_the_model(
 def test_prefilter_embeds_only_keyword_candidates(small_work: Path, packaged_settings: Settings, minilm) -> None:
     settings = packaged_settings.with_overrides(dense_prefilter=2)
     engine = make_engine(small_work, settings, minilm)
-    hits, prefiltered = engine.dense_search("Harbour Street lease", 3)
-    assert prefiltered
-    assert engine.encoder.stats.texts_embedded <= 3  # two candidates and the query
+    assert len(engine.corpus.chunks) == 5
+    nothing, coverage = engine.dense_search("zzzz qqqq", 3)  # no keyword candidate, nothing embedded yet
+    assert nothing == [] and coverage == Coverage(0, 5)
+    hits, coverage = engine.dense_search("Harbour Street lease", 3)
+    candidates = [h.chunk for h in engine.keyword_search("Harbour Street lease", 2)]
+    assert coverage == Coverage(len(candidates), 5) and not coverage.complete
+    assert engine.encoder.stats.texts_embedded == len(candidates) + 2  # the candidates and the two queries
     assert engine.corpus.chunks[hits[0].chunk].path == "legal/lease.txt"
-    no_terms, _ = engine.dense_search("zzzz qqqq", 3)
-    assert no_terms == []
+    # A later query ranks the earlier ones' candidates with its own, embedding only its own.
+    more = [h.chunk for h in engine.keyword_search("full-disk encryption of laptops", 2)]
+    hits, coverage = engine.dense_search("full-disk encryption of laptops", 5)
+    assert coverage.embedded == len(set(candidates) | set(more))
+    assert {h.chunk for h in hits} == set(candidates) | set(more)
+    assert coverage.line() == f"dense: {coverage.embedded} of 5 chunks embedded"
 
 
 def test_keyword_search_skips_chunks_without_any_query_term(small_work: Path, packaged_settings: Settings, minilm) -> None:

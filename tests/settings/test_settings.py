@@ -92,7 +92,8 @@ def test_switching_preset_per_run_applies_its_bundle() -> None:
     cpu = base.with_overrides(retrieval_preset="cpu")
     assert (cpu.embed_model, cpu.search_mode, cpu.dense_prefilter) == ("minishlab/potion-retrieval-32M", "hybrid", 1000)
     back = cpu.with_overrides(retrieval_preset="packaged")
-    assert (back.embed_model, back.search_mode, back.dense_prefilter) == ("packaged:minilm", "hybrid", 0)
+    assert (back.embed_model, back.search_mode, back.dense_prefilter) == ("packaged:minilm", "hybrid", 50)
+    assert back.with_overrides(retrieval_preset="default").dense_prefilter == 0  # a knob the new preset leaves resets
     static = base.with_overrides(retrieval_preset="packaged-static")
     assert (static.search_mode, static.hybrid_bm25_candidates) == ("hybrid", 10)  # both help on both question sets
     mixed = base.with_overrides(retrieval_preset="cpu", search_mode="dense")

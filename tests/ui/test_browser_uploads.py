@@ -40,3 +40,20 @@ def test_an_upload_over_the_cap_is_refused_with_its_reason_on_the_page() -> None
         chooser.set_input_files(small_room(home, "second.zip"))
         expect(page.get_by_text("Your address already has 1 upload kept here").first).to_be_visible(timeout=30_000)
         browser.close()
+
+
+def test_an_uploaded_room_is_embedded_while_the_visitor_types() -> None:
+    """Issue #47: the upload preview starts embedding the room for search and shows how far it got."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with throwaway_home("browser-preview-index") as home, \
+            running_app(home, GRADIO_TEMP_DIR=str(home / "gradio")) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1300})
+        page.goto(url, wait_until="domcontentloaded")
+        question = page.get_by_label("Question")
+        expect(question).to_be_visible(timeout=60_000)
+        page.locator("input[type=file]").first.set_input_files(small_room(home, "room.zip"))
+        status = page.locator("#index-status")
+        expect(status.get_by_text("Ready for search: 1 of 1 chunks embedded.")).to_be_visible(timeout=120_000)
+        browser.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from searchbox.retrieval.chunk_vectors import Coverage
 from searchbox.retrieval.engine import Hit
 from searchbox.tools.catalog.results import json_result
 from searchbox.tools.catalog.excerpt import excerpt, term_weights
@@ -31,6 +32,12 @@ _CHUNKS = {"type": "integer", "description": "how many chunks to return", "defau
 _PATHS = {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 4,
           "description": "limit the search to these files or folders (relative to dataroom/)"}
 _QUERY_CHARS = 500
+# The tools that rank by embedding: a run that offers one indexes its dataroom in the background (BACKGROUND_INDEX).
+DENSE_TOOLS = frozenset({"search_dataroom", "answer_question"})
+# What a search over a partly embedded dataroom (DENSE_PREFILTER, indexing under way) tells the model.
+_PARTLY_DENSE = ("; only those (the query's keyword matches among them) were ranked by meaning: "
+                 "keyword_search or grep reach the rest")
+_PARTLY_HYBRID = "; the rest was ranked by keywords only"
 
 
 @tool(
@@ -49,13 +56,13 @@ _QUERY_CHARS = 500
 )
 def search_dataroom(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     scope, scope_note = _scope(ctx, args.get("paths"))
-    hits, mode, prefiltered = ctx.engine.search(args["query"], args["k"], scope)
+    hits, mode, coverage = ctx.engine.search(args["query"], args["k"], scope)
     result: dict[str, Any] = {"mode": mode}
     if scope_note:
         result["paths_note"] = scope_note
-    if prefiltered:
-        result["prefilter"] = "large scope: only keyword-matching chunks were embedded (DENSE_PREFILTER)"
-    return _with_hits(result, ctx, hits, args["query"])
+    if not coverage.complete:
+        result["coverage"] = coverage.line() + (_PARTLY_HYBRID if mode == "hybrid" else _PARTLY_DENSE)
+    return _with_coverage(_with_hits(result, ctx, hits, args["query"]), coverage)
 
 
 @tool(
@@ -89,8 +96,11 @@ def keyword_search(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     required=["question"],
 )
 def answer_question(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    hits, candidates = ctx.engine.answer_candidates(args["question"], args["k"])
-    return _with_hits({"candidates": candidates, "reranker": ctx.engine.reranker().name}, ctx, hits, args["question"])
+    hits, candidates, coverage = ctx.engine.answer_candidates(args["question"], args["k"])
+    result: dict[str, Any] = {"candidates": candidates, "reranker": ctx.engine.reranker().name}
+    if not coverage.complete:
+        result["coverage"] = coverage.line() + _PARTLY_DENSE
+    return _with_coverage(_with_hits(result, ctx, hits, args["question"]), coverage)
 
 
 def _hits(ctx: ToolContext, hits: list[Hit], query: str) -> tuple[list[dict[str, Any]], list[str], str | None]:
@@ -158,6 +168,12 @@ def _with_hits(result: dict[str, Any], ctx: ToolContext, hits: list[Hit], query:
     if note:
         result["note"] = note
     return json_result(ctx, result)
+
+
+def _with_coverage(result: ToolResult, coverage: Coverage) -> ToolResult:
+    """The dense half's coverage in the record (events.jsonl's tool_end details), complete or not."""
+    result.details["dense_coverage"] = coverage.record()
+    return result
 
 
 def _scope(ctx: ToolContext, paths: list[str] | None) -> tuple[list[str] | None, str | None]:
