@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from testkit.question_checks import fact_problems
 
 from searchbox.assets import LIBREF_DATAROOM, LIBREF_QUESTIONS
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir
@@ -28,10 +29,6 @@ from searchbox.settings import Settings
 ROOT = Path(__file__).resolve().parents[2]
 BUILDER = LIBREF_DATAROOM.parent / "libref_source" / "build.py"
 QUESTION_KEYS = {"id", "question", "answer", "must_facts", "gold_files", "type"}
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 @pytest.fixture(scope="module")
@@ -74,18 +71,9 @@ def test_questions_are_well_formed_and_cover_every_type(questions: list[dict]) -
 
 def test_every_fact_is_in_a_gold_file_and_every_gold_file_holds_a_fact(questions: list[dict],
                                                                         texts: dict[str, str]) -> None:
-    normalised = {path: _normalise(text) for path, text in texts.items()}
-    problems = []
-    for q in questions:
-        problems += [(q["id"], "no such file", f) for f in q["gold_files"] if f not in normalised]
-        gold = [normalised.get(f, "") for f in q["gold_files"]]
-        problems += [(q["id"], "fact in no gold file", fact) for fact in q["must_facts"]
-                     if not any(_normalise(fact) in text for text in gold)]
-        problems += [(q["id"], "gold file without a fact", f) for f, text in zip(q["gold_files"], gold)
-                     if not any(_normalise(fact) in text for fact in q["must_facts"])]
-        problems += [(q["id"], "fact missing from the answer", fact) for fact in q["must_facts"]
-                     if _normalise(fact) not in _normalise(q["answer"])]
+    problems = fact_problems(questions, texts)
     assert not problems, "\n".join(map(str, problems))
+
 
 
 def _built_here(licences: str) -> bool:

@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from testkit.question_checks import fact_problems
 from conftest import make_engine
 
 from searchbox.assets import PYDOCS_DATAROOM, PYDOCS_QUESTIONS
@@ -23,10 +24,6 @@ from searchbox.settings import Settings
 BUILDER = PYDOCS_DATAROOM.parent / "pydocs_source" / "build.py"
 TYPES = {"literal", "paraphrased", "multihop", "aggregate", "negative"}
 QUESTION_KEYS = {"id", "question", "answer", "must_facts", "gold_files", "type"}
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 @pytest.fixture(scope="module")
@@ -66,18 +63,9 @@ def test_questions_are_well_formed_and_cover_every_type(questions: list[dict]) -
 
 def test_every_fact_is_in_a_gold_file_and_every_gold_file_holds_a_fact(questions: list[dict],
                                                                         texts: dict[str, str]) -> None:
-    normalised = {path: _normalise(text) for path, text in texts.items()}
-    problems = []
-    for q in questions:
-        problems += [(q["id"], "no such file", f) for f in q["gold_files"] if f not in normalised]
-        gold = [normalised.get(f, "") for f in q["gold_files"]]
-        problems += [(q["id"], "fact in no gold file", fact) for fact in q["must_facts"]
-                     if not any(_normalise(fact) in text for text in gold)]
-        problems += [(q["id"], "gold file without a fact", f) for f, text in zip(q["gold_files"], gold)
-                     if not any(_normalise(fact) in text for fact in q["must_facts"])]
-        problems += [(q["id"], "fact missing from the answer", fact) for fact in q["must_facts"]
-                     if _normalise(fact) not in _normalise(q["answer"])]
+    problems = fact_problems(questions, texts)
     assert not problems, "\n".join(map(str, problems))
+
 
 
 def _installed_versions(licences: str) -> bool:
