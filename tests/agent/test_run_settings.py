@@ -25,7 +25,8 @@ def test_every_fit_of_a_run_is_made_in_one_call_and_recorded_as_derived() -> Non
     assert fitted.derived_config() == {
         "CONTEXT_WINDOW": 8192, "MAX_OUTPUT_TOKENS": 1024, "HARNESS_ASSISTS": SMALL_MODEL_ASSISTS,
         "TOOL_OUTPUT_BYTES": 4096, "TOOL_DESCRIPTIONS": "brief",  # the preset's, then the runtime's window
-        "EMBED_MODEL": "packaged:minilm", "SEARCH_MODE": "hybrid", "RERANK_MODEL": "none",  # this machine's
+        "EMBED_MODEL": "packaged:minilm", "SEARCH_MODE": "hybrid", "RERANK_MODEL": "none",  # this machine's,
+        "DENSE_PREFILTER": 50,  # with the packaged preset's prefilter
         "PROMPT_DATE": datetime.date.today().isoformat()}  # the day the run starts
     assert fitted.max_steps_per_turn == 3 and "max_steps_per_turn" in fitted.explicit  # the user's own stays
     assert len(notes) == 1 and "HF_HUB_OFFLINE" in notes[0]
