@@ -138,8 +138,10 @@ def interrupt_resume(folder: Path, cluster: Cluster, nodes: list[Any],
         interrupted = True
     stopped_s = time.monotonic() - started
     first = keys(read_jsonl(folder / "ray" / "results.jsonl"))
-    stops = {p.parent.name + "/" + p.name: json.loads((p / "run_meta.json").read_text()).get("stop_reason")
+    metas = {p.parent.name + "/" + p.name: json.loads((p / "run_meta.json").read_text())
              for p in sorted((folder / "ray" / "runs").glob("*/*")) if (p / "run_meta.json").exists()}
+    stops = {run: meta.get("stop_reason") for run, meta in metas.items()}
+    turns = {run: meta.get("turns", 0) for run, meta in metas.items()}
     rows = sweep(folder / "ray", RayEngine(cluster.address), servers)  # a new driver, the same cluster
     resumed = []
     for row in rows:
@@ -147,7 +149,7 @@ def interrupt_resume(folder: Path, cluster: Cluster, nodes: list[Any],
                   if e["type"] == "run_start"]
         resumed.append(starts)
     return {"interrupted": interrupted, "stopped_s": stopped_s, "first": first, "stops_after_ctrl_c": stops,
-            "rows": keys(rows), "run_starts": resumed}
+            "turns_after_ctrl_c": turns, "rows": keys(rows), "run_starts": resumed}
 
 
 SCENARIOS = {f.__name__: f for f in (equal, node_kill, server_dies, interrupt_resume)}

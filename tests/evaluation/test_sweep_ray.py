@@ -84,7 +84,9 @@ def test_ctrl_c_stops_every_run_cleanly_and_a_new_driver_resumes_on_the_same_clu
     assert facts["rows"] == CELLS  # canonical order, each cell once
     starts = {f"{entry}/{qid}": s for (entry, qid, _), s in zip(facts["rows"], facts["run_starts"])}
     for run in interrupted:  # resumed from its session, not run again from scratch
-        assert starts[run] == [False, True]
+        # A run the Ctrl-C stopped as it started, before its first turn, has no session to resume from.
+        assert starts[run] == [False, facts["turns_after_ctrl_c"][run] > 0], (run, facts["turns_after_ctrl_c"])
+    assert any(facts["turns_after_ctrl_c"][run] > 0 for run in interrupted)  # one at least was resumed
 
 
 @pytest.mark.real_model
