@@ -5,7 +5,8 @@ its first dense search, through the job's `Encoder` (so through the cache); the 
 on the first keyword or hybrid search. With DENSE_PREFILTER set, a search over a larger scope embeds
 only its query's BM25 candidates and ranks them with every chunk embedded before (by earlier queries,
 the background indexer, or an earlier run through the disk cache); each dense ranking says how much of
-its scope it covered (chunk_vectors.Coverage).
+its scope it covered (chunk_vectors.Coverage). The BM25 index, too, comes from the disk when the same
+chunks were indexed before (bm25_cache).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from searchbox.cancel import CancelToken, cuttable
 from searchbox.dataroom.corpus import Corpus
 from searchbox.retrieval.bm25 import BM25Index
+from searchbox.retrieval.bm25_cache import BM25Cache
 from searchbox.retrieval.cache import EmbeddingCache
 from searchbox.retrieval.chunk_vectors import ChunkVectors, Coverage
 from searchbox.retrieval.encoder import Encoder
@@ -38,6 +40,7 @@ class Hit:
 class RetrievalEngine:
     def __init__(self, corpus: Corpus, settings: Settings, encoder: Encoder) -> None:
         self.corpus = corpus
+        self.bm25_cache = BM25Cache(Path(settings.cache_dir) / "bm25", settings.bm25_cache_mb * 2**20)
         self.settings = settings
         self.encoder = encoder
         self._bm25: BM25Index | None = None
@@ -64,7 +67,7 @@ class RetrievalEngine:
     def bm25(self) -> BM25Index:
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25Index([self.index_text(i) for i in range(len(self.corpus.chunks))])
+                self._bm25 = self.bm25_cache.index([self.index_text(i) for i in range(len(self.corpus.chunks))])
             return self._bm25
 
     def reranker(self) -> Reranker:

@@ -1,8 +1,8 @@
 """Indexing a dataroom in the background: from the moment a run starts (its model's first step overlaps
 it) or, in the app, from the moment a room is uploaded.
 
-A thread builds the retrieval engine (extraction and chunking included, for a room not yet loaded) and
-embeds every chunk through the engine's `ChunkVectors`, a slice at a time, yielding to the run's own
+A thread builds the retrieval engine (extraction and chunking included, for a room not yet loaded), its
+BM25 index (kept on disk, bm25_cache), and embeds every chunk through the engine's `ChunkVectors`, a slice at a time, yielding to the run's own
 searches. What it embeds lands in the disk cache too, so the run an upload preview started for, a
 later run, the CLI and sweeps all reuse it. Until it is done, a search ranks what is embedded so far
 and says how much that is.
@@ -65,6 +65,8 @@ class BackgroundIndexer:
     def _run(self) -> None:
         try:
             self._engine = self._engine_of()
+            if not self._stop.is_set():
+                self._engine.bm25()  # every search ranks by it first; kept on disk for the run an upload preview precedes
             if not self._stop.is_set():
                 self._engine.fill_vectors(self._stop)
         except Cancelled:
