@@ -38,7 +38,7 @@ def add_to(sub: Subcommands) -> None:
                         "reports give 95%% intervals and paired tests")
     add_judge(parser, "every answer (summary.json: its agreement with the lexical verdicts)")
     add_set(parser, "for every run of the sweep")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, loads_model=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ def add_to(sub: Subcommands) -> None:
     parser.add_argument("--out", help="write every response and its scores to this JSON file")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     add_set(parser, "for every model checked")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, loads_model=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """`python -m searchbox`: the parser, built from each command's module in the order --help lists them, and
-main, which runs the command asked for with the terminal shielded from control codes."""
+main, which runs the command asked for with the terminal shielded from control codes (after preparing llama.cpp, as
+the app does, for a command that loads a model)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from searchbox import inert
 from searchbox.cli import (ablate, conformance, doctor, ingest, knobs, precompute, report, retrieval_eval, run, score,
                            tool)
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.cli.options import parse_overrides
+from searchbox.llm.llamacpp.gpu_build import prepare as prepare_gpu_build
 from searchbox.retrieval.interfaces import ModelLoadError
-from searchbox.settings import SettingsError
+from searchbox.settings import Settings, SettingsError
 from searchbox.settings.environ import unknown_names
 
 COMMANDS = (run, tool, ingest, precompute, knobs, score, retrieval_eval, ablate, report, conformance, doctor)
@@ -41,6 +44,18 @@ class TerminalText:
         return getattr(self.stream, name)
 
 
+def prepare_llama_cpp(args: argparse.Namespace) -> None:
+    """Before a command first loads llama_cpp, as the app does at its start: on a GPU machine whose llama.cpp was
+    built for the CPU, the CUDA wheel that fits (SEARCHBOX_GPU_BUILD; installed by the app on a Space)."""
+    try:
+        settings = Settings.resolve(**parse_overrides(getattr(args, "set", None) or []))
+    except (SettingsError, ValueError):
+        return  # the command resolves its settings again and says what is wrong
+    prepared = prepare_gpu_build(settings)
+    for line in prepared.lines:
+        print(f"{'warning' if prepared.loud else 'note'}: {line}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out, err = sys.stdout, sys.stderr
@@ -48,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for unknown in unknown_names(os.environ):  # said before a bad value stops the command
             print(f"note: {unknown.message()}", file=sys.stderr)
+        if getattr(args, "loads_model", False):
+            prepare_llama_cpp(args)
         return args.func(args)
     except (DataroomError, SettingsError, ModelLoadError, FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

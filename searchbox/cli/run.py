@@ -25,7 +25,7 @@ def add_to(sub: Subcommands) -> None:
     parser.add_argument("--out", help="the job folder to create (default: runs/<timestamp>)")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it streams")
     add_set(parser, "for this run")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, loads_model=True)
 
 
 def run(args: argparse.Namespace) -> int:

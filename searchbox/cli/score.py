@@ -18,7 +18,7 @@ def add_to(sub: Subcommands) -> None:
     parser.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set JSONL (default: the built-in one)")
     parser.add_argument("--id", required=True, help="the id of the run's question in the question set (e.g. q001)")
     add_judge(parser, "the answer")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, loads_model=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -54,8 +54,8 @@ class LlmSettings:
     )
     searchbox_gpu_build: str = knob(
         "auto", "where an NVIDIA GPU is present and the installed llama.cpp has no CUDA backend (pip builds PyPI's "
-        "source for the CPU): at start-up the app installs llama-cpp-python's prebuilt CUDA wheel for the driver's "
-        "CUDA version, once, into <cache dir>/llama-cpp-cuda beside the CPU build, and uses it if it loads and "
+        "source for the CPU): at start-up the app (and a CLI command that loads a model) installs llama-cpp-python's "
+        "prebuilt CUDA wheel for the driver's CUDA version, once, into <cache dir>/llama-cpp-cuda beside the CPU build, and uses it if it loads and "
         "offloads (docs/deploy.md, A Space on a GPU); auto = only on a Hugging Face Space (SPACE_ID set), on = "
         "anywhere, off = never (a CUDA wheel installed before is not used either)",
         choices=("auto", "on", "off"), deploy=True

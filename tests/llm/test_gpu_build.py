@@ -191,3 +191,28 @@ def test_the_knob_decides_where_it_installs(tmp_path: Path, gpu_machine: dict, i
     assert index.asked == []
     with pytest.raises(Exception, match="SEARCHBOX_GPU_BUILD must be one of auto, on, off"):
         settings(tmp_path, SEARCHBOX_GPU_BUILD="yes")
+
+
+def test_the_cli_prepares_llama_cpp_before_a_command_that_loads_a_model(monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    from searchbox.cli import main as cli
+
+    seen: list[str] = []
+
+    def prepared(settings: Settings) -> gpu_build.Prepared:
+        seen.append(settings.searchbox_gpu_build)
+        return gpu_build.Prepared("using", ["llama.cpp: the CUDA wheel cu124 installed before, at /x"])
+
+    monkeypatch.setattr(cli, "prepare_gpu_build", prepared)
+    parser = cli.build_parser()
+    loading = {name for name in ("run", "ablate", "score", "conformance", "knobs", "report", "doctor", "tool")
+               if getattr(parser.parse_args(_minimal_args(name)), "loads_model", False)}
+    assert loading == {"run", "ablate", "score", "conformance"}
+    cli.prepare_llama_cpp(parser.parse_args(["ablate", "--out", "x", "--set", "SEARCHBOX_GPU_BUILD=off"]))
+    assert seen == ["off"] and "note: llama.cpp: the CUDA wheel cu124" in capsys.readouterr().err
+    assert cli.main(["knobs", "--markdown"]) == 0 and seen == ["off"]  # a command that loads no model: not asked
+
+
+def _minimal_args(command: str) -> list[str]:
+    return {"run": ["run", "a question"], "ablate": ["ablate", "--out", "x"], "score": ["score", "x", "--id", "q001"],
+            "report": ["report", "x"], "tool": ["tool", "ls"]}.get(command, [command])
