@@ -170,6 +170,14 @@ def test_each_bad_input_gets_a_clear_json_error_and_makes_no_job(app: tuple[str,
         "a visitor id of one's own making": (httpx.get(f"{url}api/jobs", headers={"X-Visitor-Id": "alice"}, timeout=30),
                                              400, "X-Visitor-Id is the id"),
         "no such route": (caller.get("nothing"), 404, "Not Found"),
+        "a form another site's page posts": (httpx.post(f"{url}api/jobs", data=q, headers=caller.headers(
+            Origin="https://elsewhere.example"), timeout=30), 403, "A page at https://elsewhere.example may not post"),
+        "a form a page on another port posts": (httpx.post(f"{url}api/jobs", data=q, headers=caller.headers(
+            Origin="http://127.0.0.1:1"), timeout=30), 403, "may not post"),
+        "a form a sandboxed frame posts": (httpx.post(f"{url}api/jobs", data=q, headers=caller.headers(Origin="null"),
+                                                      timeout=30), 403, "A page at null may not post"),
+        "another site's page cancelling": (httpx.post(f"{url}api/jobs/x/cancel", headers=caller.headers(
+            Origin="https://elsewhere.example"), timeout=30), 403, "may not post"),
     }
     for what, (response, status, words) in bad.items():
         assert response.status_code == status and words in response.json()["error"], (what, response.text)
@@ -179,6 +187,19 @@ def test_each_bad_input_gets_a_clear_json_error_and_makes_no_job(app: tuple[str,
     assert not list((home / "jobs").glob(".staging-*"))
     report("REST API bad inputs", f"{len(bad)} of {len(bad)} bad requests answered with their 4xx and a JSON reason; "
            "no job made of any")
+
+
+def test_the_apps_own_pages_and_its_proxy_may_post(app: tuple[str, Path]) -> None:
+    url, _ = app
+    own = url.rstrip("/")
+    for address, headers in (("192.0.2.21", {"Origin": own}),
+                             ("192.0.2.22", {"Origin": "https://search.example", "X-Forwarded-Host": "search.example"}),
+                             ("192.0.2.23", {"Origin": "https://search.example:8443",
+                                             "X-Forwarded-Host": "search.example:8443"})):
+        response = httpx.post(f"{url}api/jobs", data={"question": "When does the lease end?"},
+                              files={"zip": ("room.zip", room())}, timeout=60,
+                              headers={"X-Forwarded-For": address, **headers})
+        assert response.status_code == 201, (headers, response.text)
 
 
 def zipfile_with_nothing() -> bytes:

@@ -6,6 +6,8 @@ Who a caller is: the visitor id it sends in X-Visitor-Id, which its first job gi
 none); in a public app it sees and acts on that id's jobs only, and another's job is answered 404 as a job that
 does not exist. Its client address (ui.visitors.address_of) is counted for the upload caps and queue limits, as a
 page's is, whatever id it sends. With SEARCHBOX_AUTH set, each call gives the same user and password (HTTP Basic).
+A POST that a browser sends from another site's page (its Origin is not the app's) is refused: a form needs no
+preflight, so without that any page a user opens could start runs on their searchbox.
 
 Mounted as an ASGI middleware in front of the file gate (ui.app.launch_options): the gate would take a job's zip
 for a Gradio call and cut it at its call size, so /api/ is routed here first and reads its own bodies within the
@@ -21,6 +23,7 @@ import re
 import secrets
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -46,6 +49,8 @@ from searchbox.ui.visitors import address_of, forwarded_for
 PREFIX = "/api"
 VISITOR_HEADER = "X-Visitor-Id"
 _VISITOR_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")  # as the ids the API and the page make, not a guessable name
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _ACTIONS = {"pause": "paused", "resume": "resumed", "cancel": "cancelled"}
 _CHECK_KEYS = ("id", "occurrence", "verdict", "reason")
 _SOURCE_KEYS = ("id", "kind", "path", "chunk", "start", "end", "label", "preview")
@@ -83,6 +88,11 @@ def build_api(services: Services) -> FastAPI:
 
     @api.middleware("http")
     async def logged_in(request: Request, call_next: Any) -> Any:
+        origin = request.headers.get("origin")
+        if request.method not in _SAFE_METHODS and origin is not None and not _same_site(origin, request):
+            return JSONResponse({"error": f"A page at {origin} may not post to this app: the API takes jobs from "
+                                          "scripts (which send no Origin) and from the app's own pages."},
+                                status_code=403)
         if settings.searchbox_auth and not _authorized(request, settings.searchbox_auth):
             return JSONResponse({"error": "This app asks for its user and password (HTTP Basic: curl -u user:password)."},
                                 status_code=401, headers={"WWW-Authenticate": 'Basic realm="searchbox"'})
@@ -201,6 +211,27 @@ def _hidden(value: Any, hide: tuple[str, ...]) -> Any:
     if isinstance(value, list):
         return [_hidden(item, hide) for item in value]
     return value
+
+
+def _same_site(origin: str, request: Request) -> bool:
+    """Whether a browser's Origin is this app's own, as the request reached the app (Host) or a reverse proxy
+    (X-Forwarded-Host): another site's page can set neither, so its form posts are refused (CSRF). A proxy that
+    passes the host without its port (nginx's $host) is matched by the host name alone."""
+    try:
+        parsed = urlsplit(origin)
+        hostname, port = parsed.hostname, parsed.port or _DEFAULT_PORTS.get(parsed.scheme)
+    except ValueError:
+        return False
+    if parsed.scheme not in ("http", "https") or not hostname:
+        return False  # "null" (a sandboxed frame, a file) and anything else no page of ours sends
+    for given in [request.headers.get("host", ""), *request.headers.get("x-forwarded-host", "").split(",")]:
+        try:
+            host = urlsplit(f"//{given.strip()}")
+            if host.hostname == hostname and (host.port is None or host.port == port):
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _authorized(request: Request, auth: str) -> bool:
