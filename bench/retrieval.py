@@ -33,7 +33,7 @@ from searchbox.retrieval.encoder import Encoder  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
 from searchbox.retrieval.models import embedding_cache_name, load_embedder  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
-from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, format_table, recall_at  # noqa: E402
+from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, format_table, recall_at, whole_room_dense  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 
 # Offline presets (the hub is unreachable here): name -> knob overrides.
@@ -55,7 +55,7 @@ def timed(fn, *args, **kwargs):
 
 
 def settings_for(overrides: dict, cache_dir: Path) -> Settings:
-    return Settings.resolve(env={}, searchbox_cache_dir=str(cache_dir), **overrides)
+    return Settings.resolve(env={}, searchbox_cache_dir=str(cache_dir), **whole_room_dense(overrides, {}))
 
 
 def engine_for(corpus: Corpus, settings: Settings, disk: Path | None = None) -> RetrievalEngine:

@@ -38,7 +38,7 @@ from searchbox.assets import (  # noqa: E402
 from searchbox.cli.options import parse_overrides  # noqa: E402
 from searchbox.dataroom.work_dir import load_corpus, prepare_work_dir  # noqa: E402
 from searchbox.evaluation.questions import load_questions  # noqa: E402
-from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, recall_at  # noqa: E402
+from searchbox.evaluation.retrieval_eval import KS, evaluate, files_of, recall_at, whole_room_dense  # noqa: E402
 from searchbox.retrieval.engine import RetrievalEngine  # noqa: E402
 from searchbox.settings import Settings  # noqa: E402
 
@@ -77,7 +77,7 @@ def measure(overrides: dict[str, str], tmp: Path, fusion: bool = False,
         work = prepare_work_dir(tmp / set_name, dataroom)
         rows: dict[str, dict[str, float]] = {}
         for i, (embedder, extra) in enumerate(EMBEDDERS.items()):
-            settings = Settings.resolve(**{**extra, **overrides})
+            settings = Settings.resolve(**whole_room_dense({**extra, **overrides}, os.environ))
             engine = RetrievalEngine.for_corpus(load_corpus(work, settings), settings, seed_caches=[BUILTIN_VECTORS])
             methods = METHODS if i == 0 else METHODS[1:]  # BM25 needs no embedder: measured once
             result = evaluate(engine, questions, methods)["methods"]

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from searchbox.assets import BUILTIN_DATAROOM
 from searchbox.records.job_folder import JobFolder
@@ -42,12 +43,14 @@ def add_dataroom_command(sub: Subcommands, name: str, help: str) -> argparse.Arg
 
 
 @contextmanager
-def job_workspace(args: argparse.Namespace, *, retrieval: bool = True) -> Iterator[Workspace]:
+def job_workspace(args: argparse.Namespace, *, retrieval: bool = True,
+                  overrides: dict[str, Any] | None = None) -> Iterator[Workspace]:
     """The job folder given with --job (reused when it already holds a dataroom), else a temporary one;
-    with `retrieval`, fitted to the retrieval models this machine can load (saying what changed)."""
+    with `retrieval`, fitted to the retrieval models this machine can load (saying what changed). Its settings:
+    `overrides`, else the command's --set."""
     from searchbox.retrieval.availability import fit_retrieval
 
-    settings = Settings.resolve(**parse_overrides(args.set))
+    settings = Settings.resolve(**(parse_overrides(args.set) if overrides is None else overrides))
     if retrieval:
         settings, notes = fit_retrieval(settings)
         for note in notes:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from searchbox.assets import BUILTIN_QUESTIONS
-from searchbox.cli.options import Subcommands, add_dataroom_command, job_workspace
+from searchbox.cli.options import Subcommands, add_dataroom_command, job_workspace, parse_overrides
 
 
 def add_to(sub: Subcommands) -> None:
@@ -15,14 +16,15 @@ def add_to(sub: Subcommands) -> None:
     parser.add_argument("--questions", default=str(BUILTIN_QUESTIONS), help="question set (JSONL, design §4)")
     parser.add_argument("--out", required=True, help="folder for retrieval.json")
     parser.add_argument("--methods", help="comma-separated subset of grep,bm25,dense,hybrid,dense+rerank (default: all); "
-                                          "grep,bm25 needs no model, which a large dataroom's dense pass does")
+                                          "grep,bm25 needs no model, which a large dataroom's dense pass does; dense embeds the whole "
+                                          "room unless DENSE_PREFILTER is set")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Gold-file recall of grep, BM25, dense, hybrid and dense + rerank; no LLM involved."""
     from searchbox.evaluation.questions import load_questions
-    from searchbox.evaluation.retrieval_eval import METHODS, evaluate, format_table
+    from searchbox.evaluation.retrieval_eval import METHODS, evaluate, format_table, whole_room_dense
     from searchbox.records.files import write_json
 
     methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else METHODS
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     questions = load_questions(Path(args.questions))
-    with job_workspace(args) as workspace:
+    with job_workspace(args, overrides=whole_room_dense(parse_overrides(args.set), os.environ)) as workspace:
         result = evaluate(workspace.engine, questions, methods)
         result["config"] = workspace.settings.as_config()
     out = Path(args.out)

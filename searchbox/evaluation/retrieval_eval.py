@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from searchbox.dataroom.corpus import Corpus
@@ -20,6 +20,15 @@ _STOPWORDS = set(
     "a an and are as at be by did do does for from had has have how in is it its of on or the this that "
     "to was were what when where which who whom whose why with will would our their there they".split()
 )
+
+
+def whole_room_dense(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The overrides with dense search over the whole scope (DENSE_PREFILTER=0) unless DENSE_PREFILTER was given
+    (`overrides` or `environ`): a preset's prefilter would make "dense" BM25's candidates ranked by meaning, and
+    its recall depend on the order of the questions (each keeps the candidates embedded before it)."""
+    if "dense_prefilter" in overrides or "DENSE_PREFILTER" in environ:
+        return dict(overrides)
+    return {**overrides, "dense_prefilter": 0}
 
 
 def query_terms(question: str) -> list[str]:

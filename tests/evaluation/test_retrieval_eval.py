@@ -10,7 +10,8 @@ from pathlib import Path
 
 from conftest import make_engine
 
-from searchbox.evaluation.retrieval_eval import KS, METHODS, evaluate, format_table, grep_rank, recall_at
+from searchbox.evaluation.retrieval_eval import (KS, METHODS, evaluate, format_table, grep_rank, recall_at,
+                                                 whole_room_dense)
 from searchbox.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,3 +58,11 @@ def test_the_command_writes_retrieval_json(tmp_path: Path) -> None:
     result = json.loads((out / "retrieval.json").read_text())
     assert result["questions"] == 6 and len(result["per_question"]) == 6
     assert result["config"]["RETRIEVAL_PRESET"] == "packaged"
+    assert result["config"]["DENSE_PREFILTER"] == 0  # the preset's prefilter would make "dense" BM25's candidates
+
+
+def test_dense_is_over_the_whole_room_unless_the_prefilter_is_given() -> None:
+    assert whole_room_dense({"retrieval_preset": "packaged"}, {}) == {"retrieval_preset": "packaged",
+                                                                      "dense_prefilter": 0}
+    assert whole_room_dense({"dense_prefilter": "50"}, {}) == {"dense_prefilter": "50"}
+    assert whole_room_dense({}, {"DENSE_PREFILTER": "50"}) == {}
