@@ -40,9 +40,11 @@ class LlmSettings:
         "apart, as part of the output", choices=("auto", "off", "low", "medium", "high")
     )
     llm_timeout_seconds: int = knob(
-        600, "LLAMA_URL: seconds to wait for the next byte of a response (a long prompt can take minutes to prefill)"
+        600, "LLAMA_URL: seconds to wait for the next byte of a response (a long prompt can take minutes to prefill); "
+        "Pi's HTTP idle timeout too"
     )
-    llm_attempts: int = knob(4, "LLAMA_URL: tries per response, with backoff, before the run stops with error_llm")
+    llm_attempts: int = knob(4, "LLAMA_URL: tries per response, with backoff, before the run stops with error_llm; "
+                             "under HARNESS=pi, Pi's own retries (this minus one)")
     llm_gguf: str = knob(
         "auto",
         "GGUF for the built-in runtime: auto (the largest preset a GPU llama.cpp can offload to holds, the production "

@@ -26,7 +26,7 @@ from searchbox.llm.clients.openai_client import OpenAIClient, refused_streams
 from searchbox.records.events import Notice, read_events
 from searchbox.records.files import read_json
 from searchbox.settings import Settings
-from testkit.scripted_endpoint import Reply, ScriptedEndpoint
+from testkit.scripted_endpoint import Fault, Reply, ScriptedEndpoint
 from testkit.visitor_run import visitor_run
 
 KEY = "sk-hosted-5e4d3c2b1a09f8e7"
@@ -239,3 +239,17 @@ def _assert_nowhere(secret: str, found: dict[str, str]) -> None:
     assert {"feed", "job:config.json", "job:run_meta.json", "bundle:events.jsonl"} <= set(found), sorted(found)
     leaks = [name for name, text in found.items() if secret in text]
     assert not leaks, f"the key on a visitor's surface: {leaks}"
+
+
+@needs_pi
+@pytest.mark.slow
+@pytest.mark.parametrize("attempts", [1, 2])
+def test_pi_tries_a_failing_endpoint_as_often_as_llm_attempts_says(tmp_path: Path, attempts: int) -> None:
+    with ScriptedEndpoint(default=lambda body: Fault.http(503, "overloaded")) as endpoint:
+        settings = _settings(tmp_path, harness="pi", llama_url=endpoint.url, llm_attempts=attempts,
+                             llm_timeout_seconds=42)
+        job = _job(tmp_path, settings)
+        assert run_job(job, settings, connect(settings)) == "error_llm"
+        assert len(endpoint.requests) == attempts
+    pi = read_json(job / "pi" / "agent" / "settings.json", {})
+    assert pi["httpIdleTimeoutMs"] == 42_000 and pi["retry"]["provider"]["timeoutMs"] == 42_000

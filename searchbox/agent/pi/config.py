@@ -111,10 +111,15 @@ def url_problem(llama_url: str) -> str | None:
 
 def pi_settings(settings: Settings) -> dict[str, Any]:
     """Pi's settings.json: its loop as it ships but for the compaction's budgets, which are knobs (the
-    seed's values unless set)."""
+    seed's values unless set), and its retries and waits, which are the native loop's (LLM_ATTEMPTS,
+    LLM_TIMEOUT_SECONDS): both harnesses give an endpoint the same patience."""
+    timeout_ms = settings.llm_timeout_seconds * 1000
     return {"quietStartup": True,
             "compaction": {"reserveTokens": settings.pi_compaction_reserve_tokens,
-                           "keepRecentTokens": settings.pi_compaction_keep_recent_tokens}}
+                           "keepRecentTokens": settings.pi_compaction_keep_recent_tokens},
+            "httpIdleTimeoutMs": timeout_ms,
+            "retry": {"enabled": settings.llm_attempts > 1, "maxRetries": settings.llm_attempts - 1,
+                      "provider": {"timeoutMs": timeout_ms}}}
 
 
 # Pi's "chat-template" thinking format: these chat_template_kwargs, from the run's thinking level.
