@@ -115,12 +115,23 @@ def test_a_job_posted_with_a_zip_streams_its_events_and_gives_its_answer(app: tu
     assert posted.status_code == 201, posted.text
     job = posted.json()["job"]
     assert posted.headers["location"] == f"/api/jobs/{job['id']}" and job["state"] in ("queued", "running")
-    frames = caller.events(job["id"])
+    everything = caller.events(job["id"])
+    deltas = [f for f in everything if f["event"] == "delta"]
+    frames = [f for f in everything if f["event"] != "delta"]
     kinds = [f["event"] for f in frames]
     assert kinds[-1] == "end" and frames[-1]["data"] == {"state": "done", "stop_reason": "first_turn_done"}
     assert {"run_start", "tool_start", "tool_end", "turn_end", "stop"} <= set(kinds)
     seqs = [int(f["id"]) for f in frames[:-1]]
     assert seqs == sorted(set(seqs)) and all(f["data"]["seq"] == int(f["id"]) for f in frames[:-1])
+    # Live text: no id (nothing to resume from), each after the step_start of its own step.
+    assert deltas and not any("id" in f for f in deltas)
+    assert ANSWER in "".join(f["data"]["text"] for f in deltas if f["data"]["kind"] == "text")
+    step = None
+    for f in everything:
+        if f["event"] == "step_start":
+            step = (f["data"]["turn"], f["data"]["step"])
+        elif f["event"] == "delta":
+            assert (f["data"]["turn"], f["data"]["step"]) == step, (f, step)
     read = next(f["data"] for f in frames if f["event"] == "tool_end")
     assert read["name"] == "read" and "31 May 2029" in read["preview"]
     # A client that lost the stream goes on from the last event it had.
@@ -138,7 +149,8 @@ def test_a_job_posted_with_a_zip_streams_its_events_and_gives_its_answer(app: tu
     assert [j["id"] for j in caller.get("jobs").json()["jobs"]] == [job["id"]]
     assert (home / "jobs" / job["id"] / "input.zip").read_bytes() == dataroom  # the job has its own copy
     assert not list((home / "jobs").glob(".staging-*"))  # and the posted zip is gone
-    report("REST API job", f"1 job posted with a zip: {len(frames) - 1} events streamed in order, then `end`; "
+    report("REST API job", f"1 job posted with a zip: {len(frames) - 1} events streamed in order, {len(deltas)} "
+           "deltas of live text, then `end`; "
            f"resumed from Last-Event-ID with the 2 after it; answer with 1 supported citation")
 
 

@@ -1,7 +1,8 @@
 """A job's events as server-sent events (text/event-stream): each event the run recorded, as events.jsonl
 holds it (records.events: `id:` its seq, `event:` its type, `data:` its row without the wall-clock `ts`), from
 the first (or past the seq a client resuming sends as Last-Event-ID) until the job stops: done, failed,
-cancelled, or held by a user's pause. Then one `end` event with its state and stop reason.
+cancelled, or held by a user's pause. Then one `end` event with its state and stop reason. Live text and
+reasoning (`delta` events: never recorded, so without an id) are sent as the run streams them.
 
 The records are the source: events.jsonl is read as it grows, only its complete lines, never through a link
 (records.work_files). The scheduler's subscription only wakes the stream when the run emits, so nothing polls
@@ -20,7 +21,7 @@ from typing import Any
 
 from searchbox.jobs.store import WAITING
 from searchbox.llm.disclosure import hidden
-from searchbox.records.events import Event
+from searchbox.records.events import Delta, Event
 from searchbox.records.job_folder import JobFolder
 from searchbox.records.work_files import UntrustedFile, open_regular_in
 from searchbox.ui.follow import drain
@@ -68,21 +69,40 @@ def frame(kind: str, data: dict[str, Any], hide: Sequence[str], seq: int | None 
     return "\n".join([*lines, f"event: {kind}", f"data: {hidden(text, hide) if hide else text}"]) + "\n\n"
 
 
+def delta_frame(delta: Delta, hide: Sequence[str]) -> str:
+    row = {k: v for k, v in delta.to_row().items() if k not in ("ts", "seq")}  # live text has no place in the records
+    return frame(delta.type, row, hide)
+
+
 def event_frame(event: Event, hide: Sequence[str]) -> str:
     row = {k: v for k, v in event.to_row().items() if k != "ts"}  # the time it is sent, not when it happened
     return frame(event.type, row, hide, event.seq)
 
 
 async def event_stream(services: Services, job_id: str, after: int, hide: Sequence[str]) -> AsyncIterator[str]:
-    """The job's events past seq `after`, until it stops; then `end`."""
+    """The job's events past seq `after`, until it stops; then `end`. Live text (deltas, never recorded) is
+    sent as it comes, after the recorded events before it and with no id: a client resuming asks for
+    recorded events only."""
     store, scheduler = services.store, services.scheduler
     events = EventsFile(store.job_dir(job_id))
     sent, wrote = after, time.monotonic()
     subscription = scheduler.subscribe(job_id)  # before reading the records: nothing recorded later is missed
+    got: list[Event] = []
     look = True
+    record = None
     try:
         while True:
-            if look:
+            # What came, in order: a delta is sent as it is; a recorded event is sent from the records, read up
+            # to it, so each delta follows the step it belongs to.
+            stopped = False
+            for item in [*got, None]:
+                if item is not None and not item.recorded:
+                    if isinstance(item, Delta):
+                        yield delta_frame(item, hide)
+                        wrote = time.monotonic()
+                    continue
+                if item is None and not look:
+                    break
                 # The state before the records: a run that stopped had recorded all its events by then.
                 record = await asyncio.to_thread(store.get, job_id)
                 try:
@@ -94,14 +114,14 @@ async def event_stream(services: Services, job_id: str, after: int, hide: Sequen
                     if event.seq > sent:
                         yield event_frame(event, hide)
                         sent, wrote = event.seq, time.monotonic()
-                if record is None or record.state not in WAITING:
-                    break
+                stopped = record is None or record.state not in WAITING
+            if stopped:
+                break
             got, ended = await drain(subscription, IDLE_S)
             if ended:  # this run stopped; a preempted job runs again later, and is followed then
                 scheduler.unsubscribe(job_id, subscription)
                 subscription = scheduler.subscribe(job_id)
-            # Deltas (live text, never recorded) only say the run goes on.
-            look = ended or not got or any(event.recorded for event in got)
+            look = ended or not got  # nothing came for IDLE_S, or the run ended: look at the records and state
             if not got and time.monotonic() - wrote >= KEEP_ALIVE_S:
                 yield ": the run goes on\n\n"
                 wrote = time.monotonic()
