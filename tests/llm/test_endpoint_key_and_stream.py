@@ -159,6 +159,9 @@ def test_pi_gets_the_key_through_its_environment_and_no_file_holds_it(tmp_path: 
         job = _job(tmp_path, settings)
         assert run_job(job, settings, connect(settings)) == "first_turn_done"
         assert endpoint.requests and {_authorization(r.headers) for r in endpoint.requests} == {f"Bearer {KEY}"}
+        # The output cap in the field every server reads, as the native loop sends it (llama_cpp.server ignores
+        # max_completion_tokens, Pi's choice for a host it does not know).
+        assert all(r.body.get("max_tokens") == 256 and "max_completion_tokens" not in r.body for r in endpoint.requests)
     models = read_json(job / "pi" / "agent" / "models.json", {})
     assert models["providers"]["searchbox"]["apiKey"] == f"${KEY_VARIABLE}"  # Pi reads it from its environment
     leaks = [p for p in job.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]

@@ -141,7 +141,9 @@ def write_agent_dir(paths: PiPaths, url: str, model_id: str, settings: Settings)
         folder.mkdir(parents=True, exist_ok=True)
     models = {"providers": {PROVIDER: {
         "baseUrl": url, "api": "openai-completions", "apiKey": f"${KEY_VARIABLE}",
-        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False,
+        # max_tokens, as the native loop sends it: Pi's default for an unknown host, max_completion_tokens, is
+        # ignored by llama_cpp.server, whose replies then run to the window.
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False, "maxTokensField": "max_tokens",
                    **thinking_compat(settings.thinking)},
         # reasoning: false makes Pi send no thinking field at all; off needs true, to send enable_thinking false
         "models": [{"id": model_id, "name": model_id, "reasoning": settings.thinking != "auto", "input": ["text"],
