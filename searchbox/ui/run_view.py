@@ -250,6 +250,9 @@ class RunView:
                     continue
                 break
             if not events and now - last_standing >= _STANDING_EVERY_S:  # waiting: its place in line moves
+                current = await asyncio.to_thread(self.services.store.get, job_id)
+                if current is None or current.state not in _STILL_GOING:
+                    break  # paused (held) or cancelled while it waited: no run will end this stream
                 # In a thread: it reads job.json and waits on the scheduler's lock, which the event loop must not.
                 last_standing, standing = now, await asyncio.to_thread(self._status, job_id)
                 if standing != shown_standing:

@@ -4,6 +4,7 @@ endpoint; one gradio_client session submits and goes away, another comes back.""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +20,15 @@ from searchbox.ui.visitors import ENDPOINT_CHOICE
 pytestmark = pytest.mark.slow  # the real app in a subprocess
 
 OWNER = "visitor-who-reloads"
+BUSY = "Keep the slot busy"
 ANSWER = "The statements were audited by the firm in the audit report [s1]."
 
 
 def slow_agent(body: dict[str, Any]) -> Reply:
-    """Searches twice, a second apart, then answers: slow enough to leave and come back mid-run."""
+    """Searches twice, a second apart, then answers: slow enough to leave and come back mid-run. A question
+    that keeps the slot busy gets an answer that streams for some 20 s."""
+    if BUSY in json.dumps(body.get("messages", [])):
+        return Reply(text=ANSWER + " And so on." * 40, chunk_chars=2, delay_s=0.05)
     done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
     if done >= 2:
         return Reply(text=ANSWER, chunk_chars=8, delay_s=0.05)
@@ -38,10 +43,10 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
             yield url, home
 
 
-def search_args(question: str) -> tuple:
+def search_args(question: str, owner: str = OWNER) -> tuple:
     # question, upload, budget, force, high tools, low tools, llm, endpoint, model id, retrieval preset,
     # embed backend, rerank backend, Jina key, owner
-    return (question, None, 1, False, [], [], ENDPOINT_CHOICE, "", "", "packaged", "local", "local", "", OWNER)
+    return (question, None, 1, False, [], [], ENDPOINT_CHOICE, "", "", "packaged", "local", "local", "", owner)
 
 
 def tool_titles(feed: list[dict]) -> list[str]:
@@ -98,3 +103,41 @@ def test_the_jobs_tab_redraws_an_opened_run_until_it_ends(app: tuple[str, Path])
     assert Path(unwrap(draws[-1][-1])).name == "bundle.zip"  # the draw after the end brings the downloads
     view = Client(url, verbose=False).predict(OWNER, api_name="/redraw_job")
     assert all(isinstance(v, dict) and v.get("__type__") == "update" for v in view)  # a session that opened nothing
+
+
+def job_of(home: Path, question: str, state: str, seconds: float = 60) -> str:
+    """The id of the job that asks `question`, once it is in `state`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for path in (home / "jobs").glob("*/job.json"):
+            record = json.loads(path.read_text(encoding="utf-8"))
+            if record.get("question") == question and record.get("state") == state:
+                return path.parent.name
+        time.sleep(0.1)
+    raise AssertionError(f"no job asking {question!r} reached {state}")
+
+
+def test_a_run_paused_while_it_waits_in_line_ends_its_pages_stream(app: tuple[str, Path]) -> None:
+    url, home = app
+    busy_question = f"{BUSY}: who audited the statements?"
+    holder = Client(url, verbose=False)
+    holder.submit(*search_args(busy_question), api_name="/search")
+    job_of(home, busy_question, "running")
+    waiting_question = "Who signed the audit report, asked while another run holds the slot?"
+    # Another visitor's: a visitor's own new run would take the slot from their older one.
+    page = Client(url, verbose=False)
+    waiting = page.submit(*search_args(waiting_question, "another-visitor"), api_name="/search")
+    job_of(home, waiting_question, "queued")
+    try:
+        deadline = time.monotonic() + 30
+        while not waiting.outputs() and time.monotonic() < deadline:  # the page knows its job once it is shown
+            time.sleep(0.05)
+        assert "held" in page.predict(api_name="/pause")  # the page's Pause: its own job, as it waited
+        deadline = time.monotonic() + 30
+        while not waiting.done() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert waiting.done(), "the page went on following a run that no longer waits for anything"
+        assert "held" in str(live(waiting.outputs()[-1])["status"])
+    finally:
+        holder.predict(api_name="/stop")
+        page.predict(api_name="/stop")
