@@ -21,6 +21,9 @@ PYDOCS_CLAIM_QUESTIONS = ASSETS_DIR / "pydocs_claims_questions.jsonl"
 # ten times larger on demand), and its question set.
 LIBREF_DATAROOM = ASSETS_DIR / "libref_dataroom.zip"
 LIBREF_QUESTIONS = ASSETS_DIR / "libref_questions.jsonl"
+# The same room asked in other words than its pages use (the concept described, not named), so that keyword
+# search struggles: what tells whether embedding only BM25's candidates loses answers dense search would find.
+LIBREF_CONCEPT_QUESTIONS = ASSETS_DIR / "libref_concept_questions.jsonl"
 # A real sweep's records (each assist alone over 10 built-in questions at two seeds; from
 # docs/findings/data/2026-12-02-assists-alone-seeds-2-3.tar.gz), which the Compare tab offers before any
 # sweep of one's own exists.
