@@ -32,20 +32,17 @@ from __future__ import annotations
 
 import argparse
 import ast
-import email
-import email.policy
-import io
 import sys
-import zipfile
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # assets/: what the room builders share
+from room_sources import licences_page, project, write_zip  # noqa: E402
 
 WRAPPER = "libref-dataroom"
 DEFAULT_OUT = Path(__file__).resolve().parent.parent
 ZIP_NAME = "libref_dataroom.zip"
 LARGE_ZIP_NAME = "libref_large_dataroom.zip"
-_DATE = (2026, 1, 1, 0, 0, 0)
 
 # (distribution, import package) pairs, and the size floor of a page in characters: a module with
 # fewer characters of documentation is mostly code, not a document.
@@ -64,49 +61,6 @@ _SKIPPED_FOLDERS = {
     "tests", "test", "testing", "_testing", "externals", "_vendor", "vendor", "vendored", "_vendored",
     "third_party", "thirdparty", "thirdparty_files", "_lib",
 }
-_PERMISSIVE = ("MIT", "BSD", "Apache")
-
-
-@dataclass(frozen=True)
-class Project:
-    name: str
-    version: str
-    licence: str
-    licence_text: str
-
-
-def _metadata(dist: metadata.Distribution) -> email.message.EmailMessage:
-    return email.message_from_string(dist.read_text("METADATA") or "", policy=email.policy.compat32)
-
-
-def _licence_name(meta: email.message.EmailMessage) -> str:
-    """The SPDX expression, else the licence classifiers, else the free-text License field (which
-    some projects fill with their copyright notice)."""
-    if meta.get("License-Expression"):
-        return meta["License-Expression"].strip()
-    classifiers = [c.split("::")[-1].strip() for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
-    return ", ".join(classifiers) or (meta.get("License") or "").strip()
-
-
-def project(name: str) -> Project:
-    """Name, version and licence of an installed distribution; refuses one without a permissive
-    licence or without its licence text, since the dataroom must carry both."""
-    try:
-        dist = metadata.distribution(name)
-    except metadata.PackageNotFoundError:
-        raise SystemExit(f"{name} is not installed: install the requirements first") from None
-    meta = _metadata(dist)
-    licence = _licence_name(meta)
-    if not any(word in licence for word in _PERMISSIVE):
-        raise SystemExit(f"{name}: licence {licence!r} is not one this dataroom accepts")
-    # The project's own licence: the top-level licence files of its .dist-info, not those of the code
-    # it bundles (numpy and torch list dozens in subfolders).
-    files = [f for f in dist.files or [] if f.parent.name in ("licenses", f.parts[0]) and f.parts[0].endswith(".dist-info")
-             and f.name.upper().startswith(("LICENSE", "LICENCE", "COPYING"))]
-    if not files:
-        raise SystemExit(f"{name}: no licence file in its .dist-info")
-    text = "\n\n".join(f.read_text(encoding="utf-8").strip() for f in sorted(files, key=lambda f: f.as_posix()))
-    return Project(meta["Name"], meta["Version"], licence, text)
 
 
 def _signature(args: ast.arguments) -> str:
@@ -175,19 +129,6 @@ def module_pages(distribution: str, package: str, min_chars: int) -> dict[str, s
     return pages
 
 
-def licences_page(projects: list[Project], used: dict[str, list[str]]) -> str:
-    python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    lines = ["# Licences of the documents in this dataroom", "",
-             "Every document here is the documentation a project below wrote in its source code (its docstrings),",
-             "redistributed under that project's licence, reproduced in full. Versions are those the dataroom was",
-             f"built from; the signatures were rendered by the `ast` module of Python {python}.", "",
-             "| project | version | licence | documents |", "| --- | --- | --- | --- |"]
-    lines += [f"| {p.name} | {p.version} | {p.licence} | {len(used[p.name])} |" for p in projects]
-    for p in projects:
-        lines += ["", f"## {p.name} {p.version} ({p.licence})", "",
-                  "Documents: " + ", ".join(f"`{d}`" for d in used[p.name]), "", "```", p.licence_text, "```"]
-    return "\n".join(lines) + "\n"
-
 
 def documents(sources: tuple[tuple[str, str], ...], min_chars: int) -> dict[str, str]:
     """Dataroom path -> text, LICENSES.md included."""
@@ -199,20 +140,13 @@ def documents(sources: tuple[tuple[str, str], ...], min_chars: int) -> dict[str,
         pages = module_pages(distribution, package, min_chars)
         docs.update(pages)
         used[projects[-1].name] = sorted(pages)
-    docs["LICENSES.md"] = licences_page(sorted(projects, key=lambda p: p.name.lower()), used)
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    docs["LICENSES.md"] = licences_page(sorted(projects, key=lambda p: p.name.lower()), used, [
+        "Every document here is the documentation a project below wrote in its source code (its docstrings),",
+        "redistributed under that project's licence, reproduced in full. Versions are those the dataroom was",
+        f"built from; the signatures were rendered by the `ast` module of Python {python}."])
     return docs
 
-
-def write_zip(path: Path, files: dict[str, bytes]) -> None:
-    """Sorted entries, fixed timestamps and permissions: the same input gives the same bytes."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for name in sorted(files):
-            info = zipfile.ZipInfo(name, date_time=_DATE)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, files[name], compresslevel=9)
-    path.write_bytes(buf.getvalue())
 
 
 def build(out: Path, large: bool = False) -> Path:

@@ -23,19 +23,16 @@ written by hand against this text; tests/dataroom/test_pydocs_dataroom.py checks
 
 from __future__ import annotations
 
-import email
-import email.policy
-import io
 import sys
-import zipfile
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # assets/: what the room builders share
+from room_sources import Project, distribution_metadata, licence_field, licences_page, project, write_zip  # noqa: E402
 
 WRAPPER = "pydocs-dataroom"
 DEFAULT_OUT = Path(__file__).resolve().parent.parent
 ZIP_NAME = "pydocs_dataroom.zip"
-_DATE = (2026, 1, 1, 0, 0, 0)
 
 # Distributions whose README (METADATA long description) becomes package_readmes/<name>.
 READMES = (
@@ -51,42 +48,11 @@ TREES = (
     ("typer", "typer/.agents/skills/typer", "typer_agent_skill", (".md",)),
     ("playwright", "playwright/driver/package/lib/tools/skills", "playwright_skills", (".md",)),
 )
-_PERMISSIVE = ("MIT", "BSD", "Apache")
-
-
-@dataclass(frozen=True)
-class Project:
-    name: str
-    version: str
-    licence: str
-    licence_text: str
-
-
-def _metadata(dist: metadata.Distribution) -> email.message.EmailMessage:
-    return email.message_from_string(dist.read_text("METADATA") or "", policy=email.policy.compat32)
-
-
-def project(name: str) -> Project:
-    """Name, version and licence of an installed distribution; refuses one without a permissive
-    licence or without its licence text, since the dataroom must carry both."""
-    dist = metadata.distribution(name)
-    meta = _metadata(dist)
-    licence = meta.get("License-Expression") or meta.get("License") or ""
-    if not any(word in licence for word in _PERMISSIVE):
-        raise SystemExit(f"{name}: licence {licence!r} is not one this dataroom accepts")
-    # The project's own licence: the top-level licence files of its .dist-info, not those of code it
-    # bundles (pandas lists a dozen).
-    files = [f for f in dist.files or [] if f.parent.name in ("licenses", f"{f.parts[0]}")
-             and f.parts[0].endswith(".dist-info") and f.name.upper().startswith(("LICENSE", "LICENCE", "COPYING"))]
-    if not files:
-        raise SystemExit(f"{name}: no licence file in its .dist-info")
-    text = "\n\n".join(f.read_text(encoding="utf-8").strip() for f in sorted(files, key=lambda f: f.as_posix()))
-    return Project(meta["Name"], meta["Version"], licence.strip(), text)
 
 
 def readme(name: str) -> tuple[str, str]:
     """(file name, text) of a distribution's long description; .md or .rst from its content type."""
-    meta = _metadata(metadata.distribution(name))
+    meta = distribution_metadata(metadata.distribution(name))
     body = meta.get_payload()
     if not isinstance(body, str) or len(body.strip()) < 1000:
         raise SystemExit(f"{name}: no long description worth indexing")
@@ -105,17 +71,6 @@ def tree(name: str, inside: str, suffixes: tuple[str, ...]) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file() and p.suffix in suffixes}
 
 
-def licences_page(projects: list[Project], used: dict[str, list[str]]) -> str:
-    lines = ["# Licences of the documents in this dataroom", "",
-             "Every document here was written by the project named below and is redistributed under its",
-             "licence, reproduced in full. Versions are those the dataroom was built from.", "",
-             "| project | version | licence | documents |", "| --- | --- | --- | --- |"]
-    lines += [f"| {p.name} | {p.version} | {p.licence} | {len(used[p.name])} |" for p in projects]
-    for p in projects:
-        lines += ["", f"## {p.name} {p.version} ({p.licence})", "",
-                  "Documents: " + ", ".join(f"`{d}`" for d in used[p.name]), "", "```", p.licence_text, "```"]
-    return "\n".join(lines) + "\n"
-
 
 def documents() -> dict[str, str]:
     """Dataroom path -> text, LICENSES.md included."""
@@ -123,30 +78,21 @@ def documents() -> dict[str, str]:
     used: dict[str, list[str]] = {}
     projects: dict[str, Project] = {}
     for name in READMES:
-        projects[name] = projects.get(name) or project(name)
+        projects[name] = projects.get(name) or project(name, licence_field)
         file_name, text = readme(name)
         docs[f"package_readmes/{file_name}"] = text
         used.setdefault(projects[name].name, []).append(f"package_readmes/{file_name}")
     for name, inside, folder, suffixes in TREES:
-        projects[name] = projects.get(name) or project(name)
+        projects[name] = projects.get(name) or project(name, licence_field)
         for rel, text in tree(name, inside, suffixes).items():
             docs[f"{folder}/{rel}"] = text
             used.setdefault(projects[name].name, []).append(f"{folder}/{rel}")
     ordered = sorted({p.name: p for p in projects.values()}.values(), key=lambda p: p.name.lower())
-    docs["LICENSES.md"] = licences_page(ordered, {k: sorted(v) for k, v in used.items()})
+    docs["LICENSES.md"] = licences_page(ordered, {k: sorted(v) for k, v in used.items()}, [
+        "Every document here was written by the project named below and is redistributed under its",
+        "licence, reproduced in full. Versions are those the dataroom was built from."])
     return docs
 
-
-def write_zip(path: Path, files: dict[str, bytes]) -> None:
-    """Sorted entries, fixed timestamps and permissions: the same input gives the same bytes."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for name in sorted(files):
-            info = zipfile.ZipInfo(name, date_time=_DATE)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, files[name], compresslevel=9)
-    path.write_bytes(buf.getvalue())
 
 
 def main(argv: list[str]) -> None:
