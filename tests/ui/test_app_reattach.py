@@ -26,9 +26,9 @@ ANSWER = "The statements were audited by the firm in the audit report [s1]."
 
 def slow_agent(body: dict[str, Any]) -> Reply:
     """Searches twice, a second apart, then answers: slow enough to leave and come back mid-run. A question
-    that keeps the slot busy gets an answer that streams for some 20 s."""
+    that keeps the slot busy gets an answer that streams for about a minute (the test stops it)."""
     if BUSY in json.dumps(body.get("messages", [])):
-        return Reply(text=ANSWER + " And so on." * 40, chunk_chars=2, delay_s=0.05)
+        return Reply(text=ANSWER + " And so on." * 200, chunk_chars=2, delay_s=0.05)
     done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
     if done >= 2:
         return Reply(text=ANSWER, chunk_chars=8, delay_s=0.05)
