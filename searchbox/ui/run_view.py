@@ -25,6 +25,7 @@ from searchbox import inert
 from searchbox.records.events import TurnEnd, ToolEnd, last_seq, load_events
 from searchbox.assets import BUILTIN_QUESTIONS
 from searchbox.dataroom.unpack import DataroomError
+from searchbox.jobs.store import JobRecord
 from searchbox.records.removal import remove_job_folder
 from searchbox.llm.disclosure import operator_details
 from searchbox.settings import SettingsError
@@ -250,11 +251,11 @@ class RunView:
                     continue
                 break
             if not events and now - last_standing >= _STANDING_EVERY_S:  # waiting: its place in line moves
+                # In threads: they read job.json and wait on the scheduler's lock, which the event loop must not.
                 current = await asyncio.to_thread(self.services.store.get, job_id)
                 if current is None or current.state not in _STILL_GOING:
                     break  # paused (held) or cancelled while it waited: no run will end this stream
-                # In a thread: it reads job.json and waits on the scheduler's lock, which the event loop must not.
-                last_standing, standing = now, await asyncio.to_thread(self._status, job_id)
+                last_standing, standing = now, await asyncio.to_thread(self._status_of, job_id, current)
                 if standing != shown_standing:
                     shown_standing = standing
                     yield self._update(job_id, standing, feed, {}, Problems())  # every update holds the feed
@@ -278,7 +279,9 @@ class RunView:
         yield self._update(job_id, self._status(job_id), feed, final, problems, going=False)
 
     def _status(self, job_id: str) -> str:
-        record = self.services.store.get(job_id)
+        return self._status_of(job_id, self.services.store.get(job_id))
+
+    def _status_of(self, job_id: str, record: JobRecord | None) -> str:
         if record is None:
             return ""
         status = f"{state_line(record)} · job `{job_id[:8]}`"

@@ -103,6 +103,8 @@ async def event_stream(services: Services, job_id: str, after: int, hide: Sequen
                     continue
                 if item is None and not look:
                     break
+                if item is not None and item.seq <= sent:
+                    continue  # read already with an earlier event of this batch
                 # The state before the records: a run that stopped had recorded all its events by then.
                 record = await asyncio.to_thread(store.get, job_id)
                 try:
