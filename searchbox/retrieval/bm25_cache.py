@@ -1,8 +1,7 @@
 """BM25 indexes kept on disk across runs, keyed by the texts they index.
 
 Building a room's keyword index (tokenizing and stemming every chunk) is what a warm search over a large
-room waits for: some 7 s at 40,000 chunks on 2 cores, against well under a second to load it
-(docs/findings/2026-12-06-first-search.md). Every engine of a room (a run, the next run, the upload
+room waited for; loading it is far quicker (docs/findings/2026-12-06-first-search.md). Every engine of a room (a run, the next run, the upload
 preview's indexer, the CLI, a sweep's cells) asks here first. The key is a hash of the tokenizer and of
 every text in order, so a changed chunking, CHUNK_CONTEXT or tokenizer is a miss, never a stale hit; an
 entry that cannot be loaded, or indexes another number of texts, is a miss and is rebuilt. A folder that

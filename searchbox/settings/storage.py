@@ -37,8 +37,8 @@ class StorageSettings:
     )
     bm25_cache_mb: int = knob(
         256, "disk the keyword (BM25) indexes of datarooms may fill in <cache dir>/bm25, shared by every job and "
-        "process (a room of 40,000 chunks takes some 30 MB), so that a search over a room seen before does not "
-        "tokenize it again; least recently used first out; 0 = no bound"
+        "process, so that a search over a room seen before does not tokenize it again; least recently used first "
+        "out; 0 = no bound"
     )
     searchbox_jobs_dir: str = knob("", "where the app keeps its jobs (default: <cache dir>/jobs)", deploy=True)
 
