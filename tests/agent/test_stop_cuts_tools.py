@@ -275,7 +275,8 @@ def test_a_paused_search_records_its_cut_and_is_not_run_again_on_resume(tmp_path
         return Reply(tool_calls=[{"name": "search_dataroom", "arguments": {"query": "office lease end"}}])
 
     with ScriptedEndpoint(default=answer) as endpoint:
-        settings = _settings(tmp_path, endpoint.url, searchbox_tools="search_dataroom")
+        # The background indexer would embed beside the search: this test is about the search's own batches.
+        settings = _settings(tmp_path, endpoint.url, searchbox_tools="search_dataroom", background_index=False)
         job_dir = tmp_path / "job"
         create_job(job_dir, QUESTION, write_tree(tmp_path / "room", SMALL_DATAROOM), settings)
         assert connect_and_run(job_dir, settings, control, []) == "paused"
