@@ -45,7 +45,7 @@ class InstantModel(ChatModel):
         self.left = steps
 
     def stream(self, messages, tools, *, max_tokens, temperature=0.6, tool_choice="auto", seed=None,
-               thinking="auto") -> Iterator[StreamEvent]:
+               thinking="auto", cancel=None) -> Iterator[StreamEvent]:
         self.left -= 1
         args = {"path": "dataroom", "limit": 100 + self.left}
         calls = [ToolCall(new_call_id(), "ls", args, json.dumps(args))] if self.left > 0 and tools else []

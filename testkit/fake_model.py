@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchbox.cancel import CancelToken
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolCall, ToolChoice, Usage
 
 
@@ -42,7 +43,7 @@ class FakeChatModel(ChatModel):
 
     def stream(self, messages: list[Message], tools: list[Tool] | None, *, max_tokens: int, temperature: float = 0.6,
                tool_choice: ToolChoice = "auto", seed: int | None = None,
-               thinking: str = "auto") -> Iterator[StreamEvent]:
+               thinking: str = "auto", cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         self.requests.append(Request([dict(m) for m in messages], [t["function"]["name"] for t in tools or []],
                                      tool_choice, max_tokens, thinking))
         if not self.script and self.default is None:

@@ -17,6 +17,7 @@ import time
 from searchbox.agent.compaction import compact, needs_compaction
 from searchbox.agent.prompts import run_system_prompt
 from searchbox.agent.turns import RunOver, TurnMachine
+from searchbox.cancel import Cancelled
 from searchbox.llm.errors import ContextOverflow, LLMError
 from searchbox.llm.types import ChatResponse, ToolCall, ToolChoice
 from searchbox.records.events import TURN_ENDERS, Compaction, Delta, Notice, StepEnd, StepStart, ToolStart, read_events
@@ -150,7 +151,7 @@ class NativeDriver:
         try:
             for event in self.machine.model.stream(messages, tools, max_tokens=self.settings.max_output_tokens,
                                                    tool_choice=tool_choice if tools else "auto", seed=self.settings.llm_seed,
-                                                   thinking=self.settings.thinking):
+                                                   thinking=self.settings.thinking, cancel=self.machine.control.token):
                 if self.machine.control.requested:
                     raise RunOver(self.machine.control.requested)
                 if event.kind in ("text", "reasoning", "retry"):
@@ -161,6 +162,8 @@ class NativeDriver:
                     return event.response
         except (ContextOverflow, RunOver):
             raise
+        except Cancelled as cut:  # a stop during the prompt's evaluation
+            raise RunOver(self.machine.control.requested or cut.reason) from cut
         except Exception as exc:  # a backend's own bug must end the run cleanly, records kept
             raise RunOver("error_llm", f"{type(exc).__name__}: {exc}"[:2000]) from exc
         raise RunOver("error_llm", "the model's stream ended without a response")

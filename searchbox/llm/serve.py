@@ -4,6 +4,8 @@ and GET /v1/models. The model's own tool-call parsing (TOOL_CALL_PARSING) and li
 the calls the native loop would. One request at a time: the runtime holds one model slot.
 It also relays to an endpoint Pi cannot stream from (LLM_STREAM): the model is then the endpoint's client,
 which makes plain requests; what the client has to say (a "notice") goes to `on_notice`.
+A request's model call is cut (Cancelled, within a micro-batch of the prompt or a token) when its client goes
+away (Pi aborted it) or the server closes, so an abandoned request never keeps the model busy for the next one.
 THINKING comes in the forms an endpoint is sent it (`chat_template_kwargs.enable_thinking`, `reasoning_effort`)
 and goes to the model as its level; a request that names none gets the server's `thinking`. The usage sent back
 counts the reasoning tokens where OpenAI does (`completion_tokens_details.reasoning_tokens`).
@@ -11,7 +13,10 @@ counts the reasoning tokens where OpenAI does (`completion_tokens_details.reason
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
+import socket
 import threading
 import time
 import uuid
@@ -19,6 +24,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from searchbox.cancel import Cancelled, CancelToken
 from searchbox.llm.dialects.call_objects import offered_names
 from searchbox.llm.types import THINKING_LEVELS, ChatModel, ChatResponse, Message
 
@@ -36,6 +42,7 @@ class ModelServer:
         # (an OpenAI reply has no place for it), so its owner keeps it beside the harness's own message.
         self.on_unread = on_unread
         self._lock = threading.Lock()
+        self._requests: set[CancelToken] = set()  # those under way, cut when the server closes
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="model-server", daemon=True)
@@ -52,10 +59,26 @@ class ModelServer:
         self.close()
 
     def close(self) -> None:
+        for cancel in list(self._requests):
+            cancel.request("cancelled")
         self._server.shutdown()
         self._server.server_close()
 
-    def chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    @contextlib.contextmanager
+    def request(self, client: socket.socket) -> Iterator[CancelToken]:
+        """A token for one request's model call, cut when `client` closes its end or the server closes."""
+        cancel, done = CancelToken(), threading.Event()
+        self._requests.add(cancel)
+        watcher = threading.Thread(target=_cut_when_gone, args=(client, cancel, done), name="model-server-client",
+                                   daemon=True)
+        watcher.start()
+        try:
+            yield cancel
+        finally:
+            done.set()
+            self._requests.discard(cancel)
+
+    def chunks(self, body: dict[str, Any], cancel: CancelToken | None = None) -> Iterator[dict[str, Any]]:
         """The stream's chunks for one request: text and reasoning deltas, then the tool calls, the
         finish reason and the usage."""
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
@@ -67,7 +90,9 @@ class ModelServer:
 
         text = HeldText(offered_names(body.get("tools")))
         with self._lock:
-            for event in self._stream(body):
+            for event in self._stream(body, cancel):
+                if cancel is not None:  # an endpoint's client leaves it to its consumer
+                    cancel.check()
                 if event.kind == "text" and event.text and (shown := text.feed(event.text)):
                     yield chunk({"content": shown})
                 elif event.kind == "reasoning" and event.text:
@@ -84,10 +109,12 @@ class ModelServer:
                     yield chunk({}, _finish_reason(response), usage=_usage(response), timings=response.timings)
                     return
 
-    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+    def completion(self, body: dict[str, Any], cancel: CancelToken | None = None) -> dict[str, Any]:
         with self._lock:
             response = None
-            for event in self._stream(body):
+            for event in self._stream(body, cancel):
+                if cancel is not None:
+                    cancel.check()
                 if event.kind == "notice":
                     self._notice(event.text)
                 elif event.kind == "done" and event.response is not None:
@@ -113,13 +140,27 @@ class ModelServer:
         if response.unread and self.on_unread is not None:
             self.on_unread(response.unread)
 
-    def _stream(self, body: dict[str, Any]) -> Iterator[Any]:
+    def _stream(self, body: dict[str, Any], cancel: CancelToken | None) -> Iterator[Any]:
         asked = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens
         return self.model.stream([_plain(m) for m in body.get("messages") or []], body.get("tools") or None,
                                  max_tokens=min(int(asked), self.max_tokens),
                                  temperature=float(body.get("temperature", 0.6)),
                                  tool_choice=body.get("tool_choice") or "auto", seed=body.get("seed", self.seed),
-                                 thinking=requested_thinking(body, self.thinking))
+                                 thinking=requested_thinking(body, self.thinking), cancel=cancel)
+
+
+def _cut_when_gone(client: socket.socket, cancel: CancelToken, done: threading.Event) -> None:
+    """Cut `cancel` once the client closes its end while its request is under way (a readable socket with
+    nothing to read). A client that sends more (a pipelined request) is left alone."""
+    while not done.is_set():
+        try:
+            readable, _, _ = select.select([client], [], [], 0.2)
+            if readable:
+                if not client.recv(1, socket.MSG_PEEK):
+                    cancel.request("cancelled")
+                return
+        except (OSError, ValueError):  # the server closed the socket
+            return
 
 
 def requested_thinking(body: dict[str, Any], default: str) -> str:
@@ -238,12 +279,13 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self._json(400, {"error": {"message": f"the request is not JSON: {exc}"}})
                 return
             try:
-                if body.get("stream"):
-                    self._sse(server.chunks(body))
-                else:
-                    self._json(200, server.completion(body))
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the harness aborted the request: the model's slot is free again
+                with server.request(self.connection) as cancel:
+                    if body.get("stream"):
+                        self._sse(server.chunks(body, cancel))
+                    else:
+                        self._json(200, server.completion(body, cancel))
+            except (BrokenPipeError, ConnectionResetError, Cancelled):
+                pass  # the harness aborted the request, or the run ended: the model's slot is free again
             except Exception as exc:  # the model failed: the harness gets an error it can report
                 self._error(exc)
 
@@ -259,7 +301,7 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 for item in [first, *chunks] if first is not None else []:
                     self.wfile.write(b"data: " + json.dumps(item).encode() + b"\n\n")
                     self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, Cancelled):
                 raise
             except Exception as exc:  # after the headers: the stream itself says it failed
                 error = {"error": {"message": f"{type(exc).__name__}: {exc}"[:2000]}}

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from searchbox.cancel import CancelToken
+
 Message = dict[str, Any]
 Tool = dict[str, Any]
 # "auto", "none", or {"type": "function", "function": {"name": ...}} to force one tool.
@@ -127,11 +129,15 @@ class ChatModel(ABC):
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
         thinking: str = "auto",
+        cancel: CancelToken | None = None,
     ) -> Iterator[StreamEvent]:
         """Deltas as they arrive; the last event has kind "done" and the full response. A seed fixes the
         sampling (the same seed, prompt and model give the same reply); None lets the backend pick.
         `thinking` (THINKING_LEVELS) is sent in the form the backend reads; one that cannot apply it says
-        so in a "notice" event."""
+        so in a "notice" event. A cut of `cancel` (a stop, the client of a served model gone) raises
+        Cancelled: the built-in runtime checks it between two batches of the prompt and between two tokens,
+        so a stop does not wait for a long prompt's evaluation; an endpoint's client leaves it to its
+        consumer, between two events."""
 
     def complete(
         self,
@@ -143,9 +149,10 @@ class ChatModel(ABC):
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
         thinking: str = "auto",
+        cancel: CancelToken | None = None,
     ) -> ChatResponse:
         events = self.stream(messages, tools, max_tokens=max_tokens, temperature=temperature, tool_choice=tool_choice,
-                             seed=seed, thinking=thinking)
+                             seed=seed, thinking=thinking, cancel=cancel)
         for event in events:
             if event.kind == "done" and event.response is not None:
                 return event.response

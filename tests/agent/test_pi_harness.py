@@ -516,7 +516,8 @@ class _WritesACall(ChatModel):
     RAW = ('Here are the passages:\n\n```json\n[{"name": "grep", "arguments": {"pattern": "lease"}}]\n```\n'
            "Grep finds it.")
 
-    def stream(self, messages, tools, *, max_tokens, temperature=0.6, tool_choice="auto", seed=None, thinking="auto"):
+    def stream(self, messages, tools, *, max_tokens, temperature=0.6, tool_choice="auto", seed=None, thinking="auto",
+               cancel=None):
         for i in range(0, len(self.RAW), 7):
             yield StreamEvent("text", text=self.RAW[i:i + 7])
         parsed = parse_assistant_text(self.RAW, tools, mode="lenient")

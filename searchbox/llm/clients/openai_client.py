@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 import httpx
 
+from searchbox.cancel import CancelToken
 from searchbox.llm.clients.assemble import CHARS_PER_TOKEN, ResponseBuilder
 from searchbox.llm.disclosure import MODEL_SERVER, hidden, url_forms
 from searchbox.llm.errors import ContextOverflow, LLMError, LLMUnavailable
@@ -128,6 +129,7 @@ class OpenAIClient(ChatModel):
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
         thinking: str = "auto",
+        cancel: CancelToken | None = None,  # its consumer checks it between two events
     ) -> Iterator[StreamEvent]:
         body: dict[str, Any] = {
             "model": self.model_id,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from searchbox.cancel import CancelToken
 from searchbox.llm.dialects.parsing import ToolCallParsing, parse_tool_calls
 from searchbox.llm.types import ChatModel, ChatResponse, Message, StreamEvent, Tool, ToolChoice
 
@@ -49,10 +50,11 @@ class LenientCalls(ChatModel):
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
         thinking: str = "auto",
+        cancel: CancelToken | None = None,
     ) -> Iterator[StreamEvent]:
         offered = tools if tool_choice != "none" else None
         for event in self.inner.stream(messages, tools, max_tokens=max_tokens, temperature=temperature,
-                                       tool_choice=tool_choice, seed=seed, thinking=thinking):
+                                       tool_choice=tool_choice, seed=seed, thinking=thinking, cancel=cancel):
             if event.kind == "done" and event.response is not None:
                 response = read_written_calls(event.response, offered)
                 if response is not event.response:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from searchbox.cancel import CancelToken
 from searchbox.llm.llamacpp.decode_threads import DecodeThreads
 from searchbox.llm.llamacpp.kv_state import restore_checked, sequence_state
 from searchbox.llm.llamacpp.prefix_store import PrefixKey, PrefixStore
@@ -106,6 +107,7 @@ def metered_llama_class() -> type:
         shared_prefix: tuple[int, ...] = ()  # set for each call: the tokens its configuration's prompts share
         capturing = False  # a call only to learn its prompt: generate() raises PromptCaptured with it
         decode_threads: DecodeThreads | None = None  # None: the count the context was made with, always
+        cancel: CancelToken | None = None  # set for each call: a cut ends it before the next batch or token
 
         def set_seed(self, seed: int) -> None:
             if not self.capturing:  # learning a prompt must not advance the unseeded generator
@@ -142,6 +144,16 @@ def metered_llama_class() -> type:
                 sent = yield token
 
         def eval(self, tokens: Any) -> None:
+            piece = self.context_params.n_ubatch if self.n_batch % self.context_params.n_ubatch == 0 else self.n_batch
+            if self.cancel is not None and len(tokens) > piece:
+                # A long prompt in the micro-batches llama.cpp cuts it into anyway (the same cache, the same
+                # logits), so that a stop waits for one of them, not the whole prompt; each leaves the cache
+                # whole up to n_tokens.
+                for start in range(0, len(tokens), piece):
+                    self.eval(tokens[start:start + piece])
+                return
+            if self.cancel is not None:
+                self.cancel.check()
             if len(tokens) == 1:  # one token: evaluated by llama.cpp's decode threads
                 threads = self.decode_threads.choose() if self.decode_threads else self.context_params.n_threads
                 if threads != self.context_params.n_threads:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from searchbox.cancel import CancelToken
 from searchbox.llm.clients.assemble import ResponseBuilder
 from searchbox.llm.dialects.call_format import call_format, example_call
 from searchbox.llm.dialects.jsonfix import loads_lenient
@@ -150,6 +151,7 @@ class LlamaCppModel(ChatModel):
         tool_choice: ToolChoice = "auto",
         seed: int | None = None,
         thinking: str = "auto",
+        cancel: CancelToken | None = None,
     ) -> Iterator[StreamEvent]:
         import jinja2
         import llama_cpp
@@ -171,6 +173,7 @@ class LlamaCppModel(ChatModel):
             builder = ResponseBuilder(tools, starts_in_reasoning=starts_in_reasoning,
                                       count_tokens=lambda text: len(llama.tokenize(text.encode("utf-8"), add_bos=False)))
             llama.meter = Meter()
+            llama.cancel = cancel  # looked at between two batches of the prompt and between two tokens
             llama_cpp.llama_perf_context_reset(llama.ctx)
             started = time.monotonic()
             try:
@@ -188,6 +191,8 @@ class LlamaCppModel(ChatModel):
                 raise LLMError(f"{self.model_id}: the chat template cannot render these messages: {exc}") from exc
             except RuntimeError as exc:
                 raise LLMError(f"{self.model_id}: llama.cpp failed: {exc}") from exc
+            finally:
+                llama.cancel = None
             ended = time.monotonic()
             meter: Meter = llama.meter
             usage = Usage(input=meter.prompt_tokens, output=meter.sampled, cache_read=meter.reused,
