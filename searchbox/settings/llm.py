@@ -84,7 +84,8 @@ class LlmSettings:
     # q8_0 halves the cache's memory, which matters on a GPU.
     llm_kv_cache: str = knob(
         "auto", "the built-in runtime's KV cache type: f16, q8_0 (half the memory; on a CPU slower to prefill), "
-        "or auto: q8_0 where llama.cpp offloads to a GPU, f16 on a CPU", choices=("auto", "f16", "q8_0")
+        "or auto: q8_0 where llama.cpp offloads to a GPU, f16 on a CPU (q8_0 needs flash attention, which on a CPU "
+        "fixes the decode threads)", choices=("auto", "f16", "q8_0")
     )
     # 0 follows the idle cores: decoding on all of them is faster than on one, and a thread whose core another
     # process holds stalls the others (bench/cpu_speed.py; docs/findings/2026-12-05-decode-threads.md).

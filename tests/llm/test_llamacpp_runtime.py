@@ -60,9 +60,10 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.real_model
-def test_loads_with_flash_attention_and_on_a_cpu_an_f16_kv_cache(model: LlamaCppModel) -> None:
-    # LLM_KV_CACHE=auto: f16 on a CPU (this build offloads to no GPU), where a q8_0 cache prefills more slowly.
-    assert model.runtime["flash_attn"] is True and model.runtime["kv_cache"] == "f16"
+def test_loads_on_a_cpu_an_f16_kv_cache_without_flash_attention(model: LlamaCppModel) -> None:
+    # LLM_KV_CACHE=auto: f16 on a CPU (this build offloads to no GPU), where a q8_0 cache prefills more slowly;
+    # no flash attention there, whose decode depends on the thread count.
+    assert model.runtime["flash_attn"] is False and model.runtime["kv_cache"] == "f16"
     assert "CPU :" in model.runtime["build"]  # the vector sets llama.cpp was built for
     # The packaged base model has no chat template: grammar-constrained function calling stands in.
     assert model.chat_format == "chatml" and model.json_actions  # no template of its own
@@ -103,10 +104,30 @@ def test_a_seeded_reply_is_the_same_whatever_threads_decode_it_even_when_they_ch
 
 
 @pytest.mark.real_model
+def test_a_long_prompts_seeded_reply_is_the_same_whatever_threads_decode_it() -> None:
+    # With flash attention a token after some thousand others got other logits from one thread than from two
+    # (the 0.5B here wrote "box 28" against "box 67"): the load must not change what a seeded run writes.
+    path = resolve_gguf(PACKAGED_QWEN_05B)
+    notes = " ".join(f"Note {n}: the archive box {n} holds ledgers from {1900 + n}." for n in range(120))
+    messages = [{"role": "user", "content": notes + " Which box holds the ledgers from 1957?"}]
+    governed, fixed = LlamaCppModel(path, 4096), LlamaCppModel(path, 4096, n_threads=2)
+    try:
+        governed._llama.decode_threads = _Alternating()
+        changing = governed.complete(messages, max_tokens=16, temperature=0.7, seed=7)
+        assert governed._llama.decode_threads.count >= 10 and changing.usage.input > 1500
+        assert changing.text == fixed.complete(messages, max_tokens=16, temperature=0.7, seed=7).text
+    finally:
+        governed.close()
+        fixed.close()
+
+
+@pytest.mark.real_model
 def test_the_kv_cache_type_asked_for_is_the_one_loaded_and_each_is_its_own_shared_model(gemma_path: Path) -> None:
     q8 = load_llamacpp(gemma_path, N_CTX, kv_cache="q8_0")
     try:
         assert q8.runtime["kv_cache"] == "q8_0" and q8.runtime["flash_attn"] is True
+        # A quantized V cache needs flash attention, whose logits depend on the decode thread count: fixed.
+        assert q8.runtime["decode_threads"] == "fixed, for flash attention" and q8._llama.decode_threads is None
         assert load_llamacpp(gemma_path, N_CTX, kv_cache="q8_0") is q8
         assert load_llamacpp(gemma_path, N_CTX, kv_cache="f16") is load_llamacpp(gemma_path, N_CTX) is not q8
         assert q8.complete(MESSAGES, max_tokens=2, temperature=0).usage.input > 0

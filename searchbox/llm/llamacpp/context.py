@@ -1,10 +1,13 @@
 """A llama.cpp context made for speed where the build allows, with the fallbacks it took.
 
-Every layer on the GPU when llama.cpp was built with one, flash attention, and the KV cache type LLM_KV_CACHE
-names (auto: q8_0, half the memory, on a GPU; f16 on a CPU, where llama.cpp prefills a q8_0 cache more
-slowly); each falls back if the context cannot be created with it. On a CPU, unless LLM_THREADS fixes a
-count, tokens are decoded with the cores other work leaves idle (decode_threads) and prompts evaluated with
-every CPU this process may use. What was made is said in the runtime record the run keeps.
+Every layer on the GPU when llama.cpp was built with one, and the KV cache type LLM_KV_CACHE names (auto: q8_0,
+half the memory, on a GPU; f16 on a CPU, where llama.cpp prefills a q8_0 cache more slowly); each falls back if
+the context cannot be created with it. Flash attention on a GPU; on a CPU only where a q8_0 cache needs it: there
+it decodes more slowly, and its one-token pass splits the KV cache among the threads, so the logits depend on the
+thread count (docs/findings/2026-12-07-flash-attention-on-a-cpu.md). On a CPU, unless LLM_THREADS fixes a count,
+tokens are decoded with the cores other work leaves idle (decode_threads), unless flash attention is on (a seed
+must write the same tokens under any load), and prompts evaluated with every CPU this process may use. What was
+made is said in the runtime record the run keeps.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from searchbox.llm.llamacpp.kv_reuse import kv_reuse_rule, metered_llama_class
 
 
 def load_context(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int = 0,
-               kv_cache: str = "auto", n_ubatch: int | None = None) -> tuple[Any, dict[str, Any]]:
+               kv_cache: str = "auto", n_ubatch: int | None = None,
+               flash_attn: bool | None = None) -> tuple[Any, dict[str, Any]]:
     """Load with flash attention and the KV cache type asked for (auto: q8_0 with a GPU, f16 on a CPU), then
     with less as the build allows. `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams
     (llama-cpp-python's prompt-lookup decoding; it keeps every position's logits): only bench/prompt_lookup.py
     sets it, to measure it. `n_ubatch` (None: llama.cpp's 512) only for bench/kv_cache.py: on 2 cores 128 prefilled
-    0.89 x as fast at a depth of 1,000 as 512."""
+    0.89 x as fast at a depth of 1,000 as 512. `flash_attn` (None: on with a GPU, off on a CPU) only for
+    bench/kv_cache.py."""
     import llama_cpp
 
     if not path.is_file():
@@ -56,10 +61,11 @@ def load_context(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: i
     q8 = llama_cpp.GGML_TYPE_Q8_0
     q8_attempt = ({"flash_attn": True, "type_k": q8, "type_v": q8}, "q8_0")  # a quantized V cache needs flash attention
     wanted = kv_cache_type(kv_cache)
+    flash = gpu if flash_attn is None else flash_attn
     attempts = [
         *([q8_attempt] if wanted == "q8_0" else []),
-        ({"flash_attn": True}, "f16"),
-        ({"flash_attn": False}, "f16"),
+        ({"flash_attn": flash}, "f16"),
+        ({"flash_attn": not flash}, "f16"),
     ]
     errors = []
     for extra, cache_type in attempts:
@@ -70,6 +76,9 @@ def load_context(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: i
                 raise LLMError(f"llama.cpp could not load {path.name}: {exc}") from exc
             errors.append(f"{extra}: {exc}")
             continue
+        fixed_for_flash = bool(governor and extra["flash_attn"])  # its decode depends on the count: keep a seed's tokens
+        if fixed_for_flash:
+            governor = None
         llama.decode_threads = governor
         runtime = {
             "gpu_offload": gpu,
@@ -78,7 +87,7 @@ def load_context(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: i
             "n_threads": llama.context_params.n_threads,
             "n_threads_batch": llama.context_params.n_threads_batch,
             "decode_threads": (f"the cores other work leaves idle, 1 to {governor.most}, decided each second"
-                               if governor else "fixed"),
+                               if governor else "fixed, for flash attention" if fixed_for_flash else "fixed"),
             "fallbacks": errors,
             "kv_reuse": kv_reuse_rule(llama),
             "prompt_lookup": prompt_lookup,

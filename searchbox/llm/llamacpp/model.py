@@ -101,12 +101,13 @@ class KeptPrefix:
 class LlamaCppModel(ChatModel):
     def __init__(self, gguf_path: str | Path, n_ctx: int, *, n_threads: int | None = None,
                  prefix_store: PrefixStore | None = None, prompt_lookup: int = 0, kv_cache: str = "auto",
-                 n_ubatch: int | None = None) -> None:
+                 n_ubatch: int | None = None, flash_attn: bool | None = None) -> None:
         self.path = Path(gguf_path)
         self.model_id = self.path.name
         self.context_window = n_ctx
         self._lock = threading.Lock()
-        self._llama, self.runtime = load_context(self.path, n_ctx, n_threads, prompt_lookup, kv_cache, n_ubatch)
+        self._llama, self.runtime = load_context(self.path, n_ctx, n_threads, prompt_lookup, kv_cache, n_ubatch,
+                                                  flash_attn)
         self._prefixes: dict[str, tuple[int, ...]] = {}  # configuration (system messages, tools) -> its shared prefix
         # A model with no template of its own has no tool-call format either: JSON actions instead.
         self.json_actions = "tokenizer.chat_template" not in self._llama.metadata
