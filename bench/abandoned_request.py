@@ -17,7 +17,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +70,8 @@ model.close()
 
 
 def measure(checkout: Path, notes: int, gone_after: float) -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
-        script.write(CHILD)
-    done = subprocess.run([sys.executable, script.name, str(notes), str(gone_after)], cwd=checkout,
+    done = subprocess.run([sys.executable, "-c", CHILD, str(notes), str(gone_after)], cwd=checkout,
                           capture_output=True, text=True, timeout=3600)
-    Path(script.name).unlink()
     if done.returncode != 0:
         raise SystemExit(f"{checkout}: {done.stderr[-2000:]}")
     commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -59,7 +59,7 @@ class ModelServer:
         self.close()
 
     def close(self) -> None:
-        for cancel in list(self._requests):
+        for cancel in self._requests.copy():  # a copy made under the GIL: handler threads add and discard
             cancel.request("cancelled")
         self._server.shutdown()
         self._server.server_close()

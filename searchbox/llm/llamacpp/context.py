@@ -24,8 +24,8 @@ from searchbox.llm.llamacpp.kv_reuse import kv_reuse_rule, metered_llama_class
 def load_context(path: Path, n_ctx: int, n_threads: int | None, prompt_lookup: int = 0,
                kv_cache: str = "auto", n_ubatch: int | None = None,
                flash_attn: bool | None = None) -> tuple[Any, dict[str, Any]]:
-    """Load with flash attention and the KV cache type asked for (auto: q8_0 with a GPU, f16 on a CPU), then
-    with less as the build allows. `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams
+    """Load with the KV cache type asked for (auto: q8_0 with a GPU, f16 on a CPU) and flash attention where the
+    module's docstring says, then with less as the build allows. `prompt_lookup` > 0 drafts that many tokens from the prompt's own n-grams
     (llama-cpp-python's prompt-lookup decoding; it keeps every position's logits): only bench/prompt_lookup.py
     sets it, to measure it. `n_ubatch` (None: llama.cpp's 512) only for bench/kv_cache.py: on 2 cores 128 prefilled
     0.89 x as fast at a depth of 1,000 as 512. `flash_attn` (None: on with a GPU, off on a CPU) only for
